@@ -1,0 +1,283 @@
+// Package mesh holds the inventory that meshscope reads: the Kubernetes and Istio
+// objects of a mesh, loaded from YAML (or, later, from a live cluster), plus the
+// mesh-wide settings of the `istio` ConfigMap. It imports nothing from Terraform.
+package mesh
+
+import (
+	"sort"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Default names and values used when the inventory does not set them.
+const (
+	DefaultRootNamespace = "istio-system"
+	DefaultDomainSuffix  = "cluster.local"
+	ManagedByLabel       = "app.kubernetes.io/managed-by"
+	ManagedByValue       = "meshscope"
+	ExportToAnnotation   = "networking.istio.io/exportTo"
+)
+
+// Meta is the part of an object's metadata the predictor and compiler use.
+type Meta struct {
+	Kind        string
+	APIVersion  string
+	Name        string
+	Namespace   string
+	Labels      map[string]string
+	Annotations map[string]string
+	Created     time.Time
+	// Source names where the object came from: "file.yaml#2" or "cluster".
+	Source string
+}
+
+// Key returns "namespace/name".
+func (m *Meta) Key() string { return m.Namespace + "/" + m.Name }
+
+// Namespace is a Kubernetes namespace and its labels.
+type Namespace struct {
+	Meta
+}
+
+// ContainerPort is a named container port of a workload, used to resolve named targetPorts.
+type ContainerPort struct {
+	Name     string
+	Port     int32
+	Protocol corev1.Protocol
+}
+
+// Workload is a set of pods that share labels: a Pod, or the pod template of a
+// Deployment, StatefulSet, DaemonSet, ReplicaSet or Job.
+type Workload struct {
+	Meta
+	// PodLabels are the labels of the pods (the template labels for controllers).
+	PodLabels map[string]string
+	Ports     []ContainerPort
+	// PodIP is set for Pods that carry status.podIP.
+	PodIP string
+}
+
+// Service is a Kubernetes Service with apiserver defaults applied
+// (targetPort = port, protocol = TCP).
+type Service struct {
+	Meta
+	Spec corev1.ServiceSpec
+}
+
+// ServiceEntry is an Istio ServiceEntry.
+type ServiceEntry struct {
+	Meta
+	Spec *networking.ServiceEntry
+}
+
+// DestinationRule is an Istio DestinationRule.
+type DestinationRule struct {
+	Meta
+	Spec *networking.DestinationRule
+}
+
+// VirtualService is an Istio VirtualService.
+type VirtualService struct {
+	Meta
+	Spec *networking.VirtualService
+}
+
+// Sidecar is an Istio Sidecar.
+type Sidecar struct {
+	Meta
+	Spec *networking.Sidecar
+}
+
+// MeshSettings are the MeshConfig fields that decide cluster visibility.
+type MeshSettings struct {
+	RootNamespace                  string
+	DefaultServiceExportTo         []string
+	DefaultDestinationRuleExportTo []string
+	DefaultVirtualServiceExportTo  []string
+	DiscoverySelectors             []metav1.LabelSelector
+	// OutboundTrafficPolicy is ALLOW_ANY, REGISTRY_ONLY or ALLOW_ANY_DYNAMIC_DNS.
+	OutboundTrafficPolicy string
+	// Tracer is the bootstrap tracer cluster name ("zipkin", "lightstep", "datadog_agent") or "".
+	Tracer string
+	// Source names the ConfigMap the settings came from, or "" for defaults.
+	Source string
+}
+
+// DefaultMeshSettings returns Istio's defaults.
+func DefaultMeshSettings() MeshSettings {
+	return MeshSettings{
+		RootNamespace:                  DefaultRootNamespace,
+		DefaultServiceExportTo:         []string{"*"},
+		DefaultDestinationRuleExportTo: []string{"*"},
+		DefaultVirtualServiceExportTo:  []string{"*"},
+		OutboundTrafficPolicy:          "ALLOW_ANY",
+	}
+}
+
+// Inventory is the set of objects meshscope reasons about.
+type Inventory struct {
+	Namespaces       map[string]*Namespace
+	Services         []*Service
+	Workloads        []*Workload
+	ServiceEntries   []*ServiceEntry
+	DestinationRules []*DestinationRule
+	VirtualServices  []*VirtualService
+	Sidecars         []*Sidecar
+	Mesh             MeshSettings
+	// meshSet records that an `istio` ConfigMap was loaded.
+	meshSet bool
+	// seq gives objects without a creationTimestamp a stable, increasing creation order.
+	seq int
+}
+
+// New returns an empty inventory with default mesh settings.
+func New() *Inventory {
+	return &Inventory{Namespaces: map[string]*Namespace{}, Mesh: DefaultMeshSettings()}
+}
+
+// HasMeshConfig reports whether an `istio` ConfigMap was loaded.
+func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
+
+// Clone returns a shallow copy whose object lists can be changed independently.
+func (inv *Inventory) Clone() *Inventory {
+	out := *inv
+	out.Namespaces = make(map[string]*Namespace, len(inv.Namespaces))
+	for k, v := range inv.Namespaces {
+		out.Namespaces[k] = v
+	}
+	out.Services = append([]*Service(nil), inv.Services...)
+	out.Workloads = append([]*Workload(nil), inv.Workloads...)
+	out.ServiceEntries = append([]*ServiceEntry(nil), inv.ServiceEntries...)
+	out.DestinationRules = append([]*DestinationRule(nil), inv.DestinationRules...)
+	out.VirtualServices = append([]*VirtualService(nil), inv.VirtualServices...)
+	out.Sidecars = append([]*Sidecar(nil), inv.Sidecars...)
+	return &out
+}
+
+// WithSidecars returns a copy of the inventory in which each given Sidecar
+// replaces the Sidecar with the same namespace and name, or is added.
+func (inv *Inventory) WithSidecars(sidecars ...*Sidecar) *Inventory {
+	out := inv.Clone()
+	for _, sc := range sidecars {
+		replaced := false
+		for i, old := range out.Sidecars {
+			if old.Namespace == sc.Namespace && old.Name == sc.Name {
+				cp := *sc
+				if cp.Created.IsZero() {
+					cp.Created = old.Created
+				}
+				out.Sidecars[i] = &cp
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			cp := *sc
+			if cp.Created.IsZero() {
+				cp.Created = out.nextCreated()
+			}
+			out.Sidecars = append(out.Sidecars, &cp)
+		}
+	}
+	return out
+}
+
+// WithoutSidecars returns a copy of the inventory without the Sidecars for which drop returns true.
+func (inv *Inventory) WithoutSidecars(drop func(*Sidecar) bool) *Inventory {
+	out := inv.Clone()
+	kept := out.Sidecars[:0]
+	for _, sc := range out.Sidecars {
+		if !drop(sc) {
+			kept = append(kept, sc)
+		}
+	}
+	out.Sidecars = kept
+	return out
+}
+
+// nextCreated gives objects without a creationTimestamp a deterministic time that
+// sorts after every explicit timestamp, in load order, like objects created later.
+func (inv *Inventory) nextCreated() time.Time {
+	inv.seq++
+	return time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(inv.seq) * time.Second)
+}
+
+// NamespaceNames returns the sorted names of every namespace that is declared or
+// that holds an object.
+func (inv *Inventory) NamespaceNames() []string {
+	seen := map[string]bool{}
+	for n := range inv.Namespaces {
+		seen[n] = true
+	}
+	for _, s := range inv.Services {
+		seen[s.Namespace] = true
+	}
+	for _, w := range inv.Workloads {
+		seen[w.Namespace] = true
+	}
+	for _, s := range inv.ServiceEntries {
+		seen[s.Namespace] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NamespaceVisible applies meshConfig.discoverySelectors (rule R6): with selectors
+// set, only namespaces whose labels match one of them are seen by istiod.
+func (inv *Inventory) NamespaceVisible(ns string) bool {
+	if len(inv.Mesh.DiscoverySelectors) == 0 {
+		return true
+	}
+	var lbls map[string]string
+	if n, ok := inv.Namespaces[ns]; ok {
+		lbls = n.Labels
+	}
+	// The apiserver adds this label to every namespace.
+	all := map[string]string{"kubernetes.io/metadata.name": ns}
+	for k, v := range lbls {
+		all[k] = v
+	}
+	for i := range inv.Mesh.DiscoverySelectors {
+		sel, err := metav1.LabelSelectorAsSelector(&inv.Mesh.DiscoverySelectors[i])
+		if err != nil {
+			continue
+		}
+		if sel.Matches(labelSet(all)) {
+			return true
+		}
+	}
+	return false
+}
+
+type labelSet map[string]string
+
+func (l labelSet) Has(k string) bool      { _, ok := l[k]; return ok }
+func (l labelSet) Get(k string) string    { return l[k] }
+func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
+
+// Service looks up a Kubernetes Service by namespace and name.
+func (inv *Inventory) Service(ns, name string) *Service {
+	for _, s := range inv.Services {
+		if s.Namespace == ns && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// WorkloadByName looks up a workload (Pod or controller) by namespace and name.
+func (inv *Inventory) WorkloadByName(ns, name string) *Workload {
+	for _, w := range inv.Workloads {
+		if w.Namespace == ns && w.Name == name {
+			return w
+		}
+	}
+	return nil
+}

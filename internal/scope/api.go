@@ -1,0 +1,65 @@
+// Package scope compiles declared service dependencies into Istio Sidecar
+// resources: the smallest egress scope that still lets every declared call
+// through. It imports nothing from Terraform.
+package scope
+
+// Dependency is one declared call target.
+type Dependency struct {
+	// Service is a Kubernetes service ("name.namespace", a bare "name" in the
+	// scope's namespace, or "name.namespace.svc.<suffix>"), a ServiceEntry host,
+	// or a whole namespace ("ns/*").
+	Service string
+	// Ports optionally restricts the call to these service ports.
+	Ports []uint32
+}
+
+// Ingress is one Sidecar ingress listener.
+type Ingress struct {
+	Port            uint32
+	Protocol        string
+	DefaultEndpoint string
+}
+
+// Declaration is what a team declares for one workload (or a namespace default).
+type Declaration struct {
+	// Name of the Sidecar; empty means a deterministic name derived from the selector.
+	Name      string
+	Namespace string
+	// Selector labels; empty means the namespace default Sidecar.
+	Selector     map[string]string
+	Dependencies []Dependency
+	Ingress      []Ingress
+	// OutboundTrafficPolicy is "", "ALLOW_ANY" or "REGISTRY_ONLY".
+	OutboundTrafficPolicy string
+}
+
+// Options are provider-wide compiler settings.
+type Options struct {
+	// SystemHosts are egress hosts added to every scope; nil means ["istio-system/*"]
+	// (the root namespace); an empty non-nil slice adds none.
+	SystemHosts  []string
+	DomainSuffix string
+}
+
+// Attribute names used in Problem.Attribute, matching the Terraform schema.
+const (
+	AttrName                  = "name"
+	AttrNamespace             = "namespace"
+	AttrWorkloadSelector      = "workload_selector"
+	AttrDependencies          = "dependencies"
+	AttrIngress               = "ingress"
+	AttrOutboundTrafficPolicy = "outbound_traffic_policy"
+)
+
+// Problem is a diagnostic tied to one input attribute.
+type Problem struct {
+	// Attribute is one of the Attr* names.
+	Attribute string
+	// Index is the position within Declaration.Dependencies or .Ingress, or -1.
+	Index int
+	// Key is the map key for workload_selector problems.
+	Key     string
+	Summary string
+	Detail  string
+	Warning bool
+}
