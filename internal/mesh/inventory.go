@@ -281,3 +281,11 @@ func (inv *Inventory) WorkloadByName(ns, name string) *Workload {
 	}
 	return nil
 }
+
+// GetSpecIngress returns the Sidecar's ingress listeners; nil-safe.
+func (s *Sidecar) GetSpecIngress() []*networking.IstioIngressListener {
+	if s == nil || s.Spec == nil {
+		return nil
+	}
+	return s.Spec.GetIngress()
+}

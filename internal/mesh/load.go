@@ -270,10 +270,6 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 		if err != nil {
 			return docErr(fmt.Errorf("data.mesh: %w", err))
 		}
-		if o.Namespace != "" && settings.RootNamespace == DefaultRootNamespace && o.Namespace != DefaultRootNamespace {
-			// The ConfigMap lives in istiod's namespace; rootNamespace defaults to it.
-			settings.RootNamespace = o.Namespace
-		}
 		settings.Source = src
 		inv.Mesh = settings
 		inv.meshSet = true

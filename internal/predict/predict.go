@@ -1,16 +1,32 @@
 package predict
 
 import (
-	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	networking "istio.io/api/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
 // Predictor holds the indexes istiod builds in its PushContext for one inventory.
-// It is safe for concurrent use after New returns.
+// It is safe for concurrent use. Proxies that share a Sidecar and namespace share
+// the scope computation.
 type Predictor struct {
-	inv  *mesh.Inventory
-	opts Options
+	ix     *index
+	mu     sync.Mutex
+	scopes map[scopeKey]*sidecarScope
+}
+
+type scopeKey struct {
+	sc *mesh.Sidecar
+	ns string
 }
 
 // WorkloadProxy is a workload of the inventory seen as a proxy.
@@ -21,13 +37,282 @@ type WorkloadProxy struct {
 	Labels    map[string]string
 }
 
+// Proxy returns the proxy identity of the workload.
+func (w WorkloadProxy) Proxy() Proxy { return Proxy{Namespace: w.Namespace, Labels: w.Labels} }
+
 // New indexes the inventory.
 func New(inv *mesh.Inventory, opts Options) (*Predictor, error) {
-	return nil, errors.New("not implemented yet")
+	ver, err := ParseVersion(opts.IstioVersion)
+	if err != nil {
+		return nil, err
+	}
+	domain := opts.DomainSuffix
+	if domain == "" {
+		domain = mesh.DefaultDomainSuffix
+	}
+	return &Predictor{ix: buildIndex(inv, ver, domain), scopes: map[scopeKey]*sidecarScope{}}, nil
+}
+
+// SidecarFor returns the Sidecar that applies to the proxy, or nil for the default scope.
+func (p *Predictor) SidecarFor(proxy Proxy) *mesh.Sidecar { return p.ix.sidecarFor(proxy) }
+
+func (p *Predictor) scope(sc *mesh.Sidecar, ns string) *sidecarScope {
+	k := scopeKey{sc, ns}
+	p.mu.Lock()
+	s, ok := p.scopes[k]
+	p.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = p.ix.buildScope(sc, ns)
+	p.mu.Lock()
+	p.scopes[k] = s
+	p.mu.Unlock()
+	return s
 }
 
 // Predict returns the clusters istiod builds for the proxy.
-func (p *Predictor) Predict(proxy Proxy) *Result { return &Result{Proxy: proxy} }
+func (p *Predictor) Predict(proxy Proxy) *Result {
+	ix := p.ix
+	sc := ix.sidecarFor(proxy)
+	scope := p.scope(sc, proxy.Namespace)
+	res := &Result{Proxy: proxy}
+	if sc != nil {
+		res.Sidecar = sc.Key()
+	}
+	var out []Cluster
+	for _, s := range scope.services {
+		out = ix.appendOutbound(out, scope, proxy, s)
+	}
+	out = append(out,
+		Cluster{Name: "BlackHoleCluster", Type: TypeStatic},
+		Cluster{Name: "PassthroughCluster", Type: TypeOriginalDst})
+	if scope.outbound == "ALLOW_ANY_DYNAMIC_DNS" {
+		out = append(out, Cluster{Name: "AllowAnyDynamicDNSCluster", Type: "DYNAMIC_FORWARD_PROXY"})
+	}
+	out = append(out, ix.inbound(sc, proxy)...)
+	if ix.ver.AtLeast(23) {
+		out = append(out, Cluster{Name: "InboundPassthroughCluster", Type: TypeOriginalDst})
+	} else {
+		out = append(out, Cluster{Name: "InboundPassthroughClusterIpv4", Type: TypeOriginalDst})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	res.Clusters = out
+	res.Bootstrap = ix.bootstrap()
+	return res
+}
 
-// WorkloadProxies lists every workload of the inventory that istiod can see, sorted by namespace, kind and name.
-func (p *Predictor) WorkloadProxies() []WorkloadProxy { return nil }
+func (ix *index) bootstrap() []Cluster {
+	b := []Cluster{
+		{Name: "agent", Type: TypeStatic},
+		{Name: "prometheus_stats", Type: TypeStatic},
+		{Name: "sds-grpc", Type: TypeStatic},
+		{Name: "xds-grpc", Type: TypeStatic},
+	}
+	if t := ix.inv.Mesh.Tracer; t != "" {
+		b = append(b, Cluster{Name: t, Type: TypeStrictDNS})
+	}
+	sort.Slice(b, func(i, j int) bool { return b[i].Name < b[j].Name })
+	return b
+}
+
+func drName(d *consolidatedDR) string {
+	if d == nil {
+		return ""
+	}
+	return d.rule.Name + "." + d.rule.Namespace
+}
+
+// lbFor returns the effective load balancer of a traffic policy for a port.
+func lbFor(tp *networking.TrafficPolicy, port int) *networking.LoadBalancerSettings {
+	for _, pl := range tp.GetPortLevelSettings() {
+		if int(pl.GetPort().GetNumber()) == port {
+			return pl.GetLoadBalancer()
+		}
+	}
+	return tp.GetLoadBalancer()
+}
+
+func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy, s *scoped) []Cluster {
+	svc := s.svc
+	if svc.res == resAlias {
+		return out
+	}
+	dr := scope.destinationRuleFor(proxy, svc.host)
+	if isWild(svc.host) && svc.res == resDynamicDNS {
+		for _, p := range s.ports {
+			switch p.proto {
+			case protoHTTP, protoTLS, protoGRPC, protoHTTP2:
+				out = append(out, Cluster{Name: fmt.Sprintf("outbound|%d||%s", p.num, svc.host), FQDN: svc.host, Port: p.num,
+					Direction: Outbound, Type: "DYNAMIC_FORWARD_PROXY", DestinationRule: drName(dr)})
+			}
+		}
+		return out
+	}
+	dns := svc.res == resDNSLB || svc.res == resDNSRoundRobin
+	for _, p := range s.ports {
+		if p.proto == protoUDP {
+			continue
+		}
+		if dns && len(svc.endpointLabels) == 0 {
+			continue
+		}
+		typ := TypeEDS
+		switch svc.res {
+		case resDNSLB:
+			typ = TypeStrictDNS
+			if svc.dnsRace {
+				typ = TypeLogicalDNS
+			}
+		case resDNSRoundRobin:
+			typ = TypeLogicalDNS
+		case resPassthrough:
+			typ = TypeOriginalDst
+		}
+		var policy *networking.TrafficPolicy
+		if dr != nil {
+			policy = dr.policy
+		}
+		if lbFor(policy, p.num).GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
+			typ = TypeOriginalDst
+		}
+		out = append(out, Cluster{Name: fmt.Sprintf("outbound|%d||%s", p.num, svc.host), FQDN: svc.host, Port: p.num,
+			Direction: Outbound, Type: typ, DestinationRule: drName(dr)})
+		if dr == nil {
+			continue
+		}
+		for _, ss := range dr.subsets {
+			styp := typ
+			if ss.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
+				styp = TypeOriginalDst
+			}
+			if (styp == TypeStrictDNS || styp == TypeLogicalDNS) && !hasEndpointWith(svc.endpointLabels, ss.GetLabels()) {
+				continue
+			}
+			out = append(out, Cluster{Name: fmt.Sprintf("outbound|%d|%s|%s", p.num, ss.GetName(), svc.host), FQDN: svc.host,
+				Port: p.num, Subset: ss.GetName(), Direction: Outbound, Type: styp, DestinationRule: drName(dr)})
+		}
+	}
+	return out
+}
+
+func hasEndpointWith(eps []map[string]string, sel map[string]string) bool {
+	for _, e := range eps {
+		if labelsSubsetOf(sel, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// inbound mirrors buildInboundClusters (R40-R42).
+func (ix *index) inbound(sc *mesh.Sidecar, proxy Proxy) []Cluster {
+	var out []Cluster
+	seen := map[string]bool{}
+	add := func(c Cluster) {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
+	if ingress := sc.GetSpecIngress(); len(ingress) > 0 {
+		for _, in := range ingress {
+			typ := TypeOriginalDst
+			if de := in.GetDefaultEndpoint(); de != "" {
+				if !strings.HasPrefix(de, "unix://") {
+					_, port, err := net.SplitHostPort(de)
+					if err != nil || port == "" {
+						continue
+					}
+					if _, err := strconv.Atoi(port); err != nil {
+						continue
+					}
+				}
+				typ = TypeStatic
+			}
+			n := int(in.GetPort().GetNumber())
+			add(Cluster{Name: fmt.Sprintf("inbound|%d||", n), Port: n, Direction: Inbound, Type: typ})
+		}
+		return out
+	}
+	for _, tp := range ix.targetPorts(proxy) {
+		add(Cluster{Name: fmt.Sprintf("inbound|%d||", tp), Port: tp, Direction: Inbound, Type: TypeOriginalDst})
+	}
+	return out
+}
+
+// targetPorts mirrors GetProxyServiceTargets for a pod: the target ports of every
+// Service in the pod's namespace whose selector matches the pod.
+func (ix *index) targetPorts(proxy Proxy) []int {
+	var ports []corev1.ContainerPort
+	// Named target ports resolve against the workload's container ports.
+	for _, w := range ix.workloadsByNs[proxy.Namespace] {
+		if labelsEqual(w.PodLabels, proxy.Labels) {
+			for _, cp := range w.Ports {
+				ports = append(ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.Port, Protocol: cp.Protocol})
+			}
+			break
+		}
+	}
+	var out []int
+	for _, ks := range ix.kubeByNs[proxy.Namespace] {
+		if !selectorMatches(ks.Spec.Selector, proxy.Labels) {
+			continue
+		}
+		type tpKey struct {
+			port  int
+			proto string
+		}
+		seen := map[tpKey]bool{}
+		names := map[string]bool{}
+		for _, sp := range ks.Spec.Ports {
+			if names[sp.Name] {
+				continue // svc.Ports.Get(name) returns the first port of that name
+			}
+			names[sp.Name] = true
+			var num int
+			if sp.TargetPort.Type == 0 {
+				num = int(sp.TargetPort.IntVal)
+			} else {
+				found := false
+				for _, cp := range ports {
+					if cp.Name == sp.TargetPort.StrVal && cp.Protocol == sp.Protocol {
+						num, found = int(cp.ContainerPort), true
+						break
+					}
+				}
+				if !found {
+					continue
+				}
+			}
+			k := tpKey{num, convertKubeProtocol(sp.Port, sp.Name, sp.Protocol, sp.AppProtocol)}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if !slices.Contains(out, num) {
+				out = append(out, num)
+			}
+		}
+	}
+	return out
+}
+
+// WorkloadProxies lists every workload of the inventory, sorted by namespace, name and kind.
+func (p *Predictor) WorkloadProxies() []WorkloadProxy {
+	var out []WorkloadProxy
+	for _, w := range p.ix.inv.Workloads {
+		out = append(out, WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.PodLabels})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Kind < b.Kind
+	})
+	return out
+}

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+)
+
+func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("clusters", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var files stringList
+	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
+	ns := fs.String("namespace", "", "namespace of the proxy")
+	lbls := fs.String("labels", "", "pod labels of the proxy, k=v[,k=v]")
+	pod := fs.String("pod", "", "take namespace and labels from this Pod or workload of the inventory: NS/NAME")
+	out := fs.String("o", "table", "output: table, names or json")
+	ver := fs.String("istio-version", "1.31", "Istio release whose behaviour to predict, MAJOR.MINOR")
+	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "missing -f PATH: give at least one manifest file or directory")
+		return ExitUsage
+	}
+	if *out != "table" && *out != "names" && *out != "json" {
+		fmt.Fprintf(stderr, "output %q is not one of table, names, json\n", *out)
+		return ExitUsage
+	}
+	if *pod == "" && *ns == "" {
+		fmt.Fprintln(stderr, "missing --namespace (or --pod NS/NAME)")
+		return ExitUsage
+	}
+	if *pod != "" && (*ns != "" || *lbls != "") {
+		fmt.Fprintln(stderr, "--pod cannot be combined with --namespace or --labels")
+		return ExitUsage
+	}
+	inv := mesh.New()
+	if err := inv.LoadPaths(files, stdin); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitError
+	}
+	proxy := predict.Proxy{Namespace: *ns}
+	if *pod != "" {
+		pns, pname, ok := strings.Cut(*pod, "/")
+		if !ok || pns == "" || pname == "" {
+			fmt.Fprintf(stderr, "--pod %q is not NAMESPACE/NAME\n", *pod)
+			return ExitUsage
+		}
+		w := inv.WorkloadByName(pns, pname)
+		if w == nil {
+			fmt.Fprintf(stderr, "error: no Pod or workload %q in the inventory\n", *pod)
+			return ExitError
+		}
+		proxy = predict.Proxy{Namespace: pns, Labels: w.PodLabels}
+	} else {
+		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
+			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
+			return ExitError
+		}
+		l, err := parseLabels(*lbls)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --labels: %v\n", err)
+			return ExitUsage
+		}
+		for k, v := range l {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				fmt.Fprintf(stderr, "error: label key %q is invalid: %s\n", k, strings.Join(errs, "; "))
+				return ExitError
+			}
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				fmt.Fprintf(stderr, "error: label value %q is invalid: %s\n", v, strings.Join(errs, "; "))
+				return ExitError
+			}
+		}
+		proxy.Labels = l
+	}
+	p, err := predict.New(inv, predict.Options{IstioVersion: *ver, DomainSuffix: *domain})
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitUsage
+	}
+	res := p.Predict(proxy)
+	switch *out {
+	case "names":
+		for _, n := range res.Names() {
+			fmt.Fprintln(stdout, n)
+		}
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		doc := struct {
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+			*predict.Result
+			CDSCount      int `json:"cds_count"`
+			IstioctlCount int `json:"istioctl_count"`
+		}{proxy.Namespace, proxy.Labels, res, len(res.Clusters), len(res.Clusters) + len(res.Bootstrap)}
+		if err := enc.Encode(doc); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return ExitError
+		}
+	default:
+		writeTable(stdout, res)
+	}
+	return ExitOK
+}
+
+// writeTable prints rows the way `istioctl proxy-config cluster` does.
+func writeTable(w io.Writer, res *predict.Result) {
+	tw := tabwriter.NewWriter(w, 0, 8, 5, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE FQDN\tPORT\tSUBSET\tDIRECTION\tTYPE\tDESTINATION RULE")
+	for _, c := range res.IstioctlRows() {
+		if c.Direction == "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t\n", c.Name, c.Type)
+			continue
+		}
+		subset := c.Subset
+		if subset == "" {
+			subset = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.FQDN, strconv.Itoa(c.Port), subset, c.Direction, c.Type, c.DestinationRule)
+	}
+	_ = tw.Flush()
+}
