@@ -258,8 +258,8 @@ func (inv *Inventory) NamespaceVisible(ns string) bool {
 
 type labelSet map[string]string
 
-func (l labelSet) Has(k string) bool      { _, ok := l[k]; return ok }
-func (l labelSet) Get(k string) string    { return l[k] }
+func (l labelSet) Has(k string) bool              { _, ok := l[k]; return ok }
+func (l labelSet) Get(k string) string            { return l[k] }
 func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
 
 // Service looks up a Kubernetes Service by namespace and name.

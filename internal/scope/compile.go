@@ -1,6 +1,21 @@
 package scope
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -16,12 +31,524 @@ type Result struct {
 	EgressHosts []string
 }
 
-// Compile resolves the declaration against the inventory and emits the smallest Sidecar.
-// Problems with Warning=false mean no Result.
-func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Problem) {
-	return nil, []Problem{{Attribute: AttrNamespace, Index: -1, Summary: "Not Implemented", Detail: "compiler pending"}}
+// target is a resolved dependency.
+type target struct {
+	host  string // egress host entry "ns/name"
+	proto map[uint32]string
+	ports []uint32
 }
 
-// Conflicts reports Sidecars of the inventory (other than one with the same
-// namespace and name) that select the same workloads as sc, like istioctl analyze IST0110.
-func Conflicts(inv *mesh.Inventory, sc *mesh.Sidecar) []Problem { return nil }
+// Compile resolves the declaration against the inventory and emits the smallest
+// Sidecar that still lets every declared call through. Problems with
+// Warning=false mean the Result is nil.
+func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Problem) {
+	var probs []Problem
+	errf := func(attr string, idx int, key, summary, format string, a ...any) {
+		probs = append(probs, Problem{Attribute: attr, Index: idx, Key: key, Summary: summary, Detail: fmt.Sprintf(format, a...)})
+	}
+	domain := opts.DomainSuffix
+	if domain == "" {
+		domain = mesh.DefaultDomainSuffix
+	}
+
+	// namespace
+	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
+		errf(AttrNamespace, -1, "", "Invalid Namespace", "The namespace %q is not a valid Kubernetes namespace name: %s.", d.Namespace, strings.Join(errs, "; "))
+	} else if !slices.Contains(inv.NamespaceNames(), d.Namespace) {
+		errf(AttrNamespace, -1, "", "Unknown Namespace",
+			"The namespace %q is not in the inventory.%s Add its Namespace manifest (or objects in it) to the provider's manifests, or fix the name.",
+			d.Namespace, suggest(d.Namespace, inv.NamespaceNames()))
+	}
+
+	// selector
+	keys := sortedKeys(d.Selector)
+	for _, k := range keys {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			errf(AttrWorkloadSelector, -1, k, "Invalid Label Key", "The workload_selector key %q is not a valid Kubernetes label key: %s.", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(d.Selector[k]); len(errs) > 0 {
+			errf(AttrWorkloadSelector, -1, k, "Invalid Label Value", "The workload_selector value %q (key %q) is not a valid Kubernetes label value: %s.", d.Selector[k], k, strings.Join(errs, "; "))
+		}
+	}
+
+	// name
+	name := d.Name
+	if name == "" {
+		name = DefaultName(d.Selector)
+	} else if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		errf(AttrName, -1, "", "Invalid Name", "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", name, strings.Join(errs, "; "))
+	}
+
+	// outbound traffic policy
+	var otp *networking.OutboundTrafficPolicy
+	switch d.OutboundTrafficPolicy {
+	case "":
+	case "ALLOW_ANY":
+		otp = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_ALLOW_ANY}
+	case "REGISTRY_ONLY":
+		otp = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}
+	default:
+		errf(AttrOutboundTrafficPolicy, -1, "", "Invalid Outbound Traffic Policy", "The outbound_traffic_policy %q is not one of ALLOW_ANY, REGISTRY_ONLY.", d.OutboundTrafficPolicy)
+	}
+
+	// ingress
+	var ingress []*networking.IstioIngressListener
+	for i, in := range d.Ingress {
+		if in.Port == 0 || in.Port > 65535 {
+			errf(AttrIngress, i, "", "Invalid Ingress Port", "The ingress port %d is not between 1 and 65535.", in.Port)
+			continue
+		}
+		proto := strings.ToUpper(in.Protocol)
+		if !validProtocols[proto] {
+			errf(AttrIngress, i, "", "Invalid Ingress Protocol", "The ingress protocol %q is not an Istio protocol. Use one of HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, TCP, TLS, MONGO, REDIS, MYSQL.", in.Protocol)
+			continue
+		}
+		if in.DefaultEndpoint != "" && !validDefaultEndpoint(in.DefaultEndpoint) {
+			errf(AttrIngress, i, "", "Invalid Default Endpoint", "The default_endpoint %q is not 127.0.0.1:PORT, 0.0.0.0:PORT, [::1]:PORT, [::]:PORT or unix:///path.", in.DefaultEndpoint)
+			continue
+		}
+		ingress = append(ingress, &networking.IstioIngressListener{
+			Port:            &networking.SidecarPort{Number: in.Port, Protocol: proto, Name: strings.ToLower(proto) + "-" + strconv.Itoa(int(in.Port))},
+			DefaultEndpoint: in.DefaultEndpoint,
+		})
+	}
+
+	// dependencies
+	r := newResolver(inv, domain, d.Namespace)
+	var targets []target
+	for i, dep := range d.Dependencies {
+		t, p := r.resolve(dep)
+		if p != nil {
+			p.Index = i
+			p.Attribute = AttrDependencies
+			probs = append(probs, *p)
+			continue
+		}
+		targets = append(targets, t)
+	}
+	for _, p := range probs {
+		if !p.Warning {
+			return nil, probs
+		}
+	}
+
+	system := opts.SystemHosts
+	if system == nil {
+		root := inv.Mesh.RootNamespace
+		if root == "" {
+			root = mesh.DefaultRootNamespace
+		}
+		system = []string{root + "/*"}
+	}
+	egress := buildEgress(targets, system)
+
+	spec := &networking.Sidecar{Ingress: ingress, Egress: egress, OutboundTrafficPolicy: otp}
+	if len(d.Selector) > 0 {
+		spec.WorkloadSelector = &networking.WorkloadSelector{Labels: d.Selector}
+	}
+	labels := map[string]string{mesh.ManagedByLabel: mesh.ManagedByValue}
+	manifest, err := Marshal(name, d.Namespace, labels, spec)
+	if err != nil {
+		errf(AttrDependencies, -1, "", "Cannot Render Sidecar", "Rendering the Sidecar failed: %v", err)
+		return nil, probs
+	}
+	sc := &mesh.Sidecar{
+		Meta: mesh.Meta{Kind: "Sidecar", APIVersion: "networking.istio.io/v1", Name: name, Namespace: d.Namespace, Labels: labels, Source: "meshscope"},
+		Spec: spec,
+	}
+	var hosts []string
+	for _, l := range egress {
+		hosts = append(hosts, l.Hosts...)
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	return &Result{Name: name, Sidecar: sc, Manifest: manifest, EgressHosts: hosts}, probs
+}
+
+// buildEgress emits one catch-all listener, or, when every dependency names its
+// ports, one listener per port (plus a catch-all for the system hosts).
+func buildEgress(targets []target, system []string) []*networking.IstioEgressListener {
+	portLevel := len(targets) > 0
+	for _, t := range targets {
+		if len(t.ports) == 0 {
+			portLevel = false
+		}
+	}
+	if !portLevel {
+		hosts := slices.Clone(system)
+		for _, t := range targets {
+			hosts = append(hosts, t.host)
+		}
+		return []*networking.IstioEgressListener{{Hosts: hostsOrNone(hosts)}}
+	}
+	byPort := map[uint32][]string{}
+	protos := map[uint32]map[string]bool{}
+	for _, t := range targets {
+		for _, p := range t.ports {
+			byPort[p] = append(byPort[p], t.host)
+			if protos[p] == nil {
+				protos[p] = map[string]bool{}
+			}
+			protos[p][t.proto[p]] = true
+		}
+	}
+	ports := make([]uint32, 0, len(byPort))
+	for p := range byPort {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	var out []*networking.IstioEgressListener
+	for _, p := range ports {
+		proto := "TCP"
+		if len(protos[p]) == 1 {
+			for k := range protos[p] {
+				if k != "" {
+					proto = k
+				}
+			}
+		}
+		// System hosts are repeated on each port listener so that calls to them on
+		// this port keep their route; the clusters are the same ones the
+		// catch-all listener imports, so the count does not grow.
+		hosts := append(slices.Clone(system), byPort[p]...)
+		out = append(out, &networking.IstioEgressListener{
+			Port:  &networking.SidecarPort{Number: p, Protocol: proto, Name: strings.ToLower(proto) + "-" + strconv.Itoa(int(p))},
+			Hosts: hostsOrNone(hosts),
+		})
+	}
+	if len(system) > 0 {
+		out = append(out, &networking.IstioEgressListener{Hosts: hostsOrNone(slices.Clone(system))})
+	}
+	return out
+}
+
+// hostsOrNone sorts and dedups hosts; no host at all becomes "~/*" (import nothing).
+func hostsOrNone(hosts []string) []string {
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	if len(hosts) == 0 {
+		return []string{"~/*"}
+	}
+	return hosts
+}
+
+var validProtocols = map[string]bool{
+	"HTTP": true, "HTTPS": true, "HTTP2": true, "GRPC": true, "GRPC-WEB": true, "TCP": true,
+	"TLS": true, "MONGO": true, "REDIS": true, "MYSQL": true,
+}
+
+func validDefaultEndpoint(s string) bool {
+	if strings.HasPrefix(s, "unix://") {
+		return len(s) > len("unix://")
+	}
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return false
+	}
+	switch h {
+	case "127.0.0.1", "0.0.0.0", "::1", "::":
+		return true
+	}
+	return false
+}
+
+// DefaultName derives a deterministic Sidecar name from the selector: "default"
+// for a namespace default, else the selector values joined by "-".
+func DefaultName(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "default"
+	}
+	var parts []string
+	for _, k := range sortedKeys(sel) {
+		parts = append(parts, sanitize(sel[k]))
+	}
+	name := strings.Trim(strings.Join(parts, "-"), "-.")
+	if name == "" {
+		name = "workload"
+	}
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(name))
+		name = strings.Trim(name[:54], "-.") + "-" + hex.EncodeToString(sum[:])[:8]
+	}
+	return name
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Marshal renders a networking.istio.io/v1 Sidecar as YAML with sorted keys.
+func Marshal(name, namespace string, labels map[string]string, spec *networking.Sidecar) (string, error) {
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	obj := map[string]any{
+		"apiVersion": "networking.istio.io/v1",
+		"kind":       "Sidecar",
+		"metadata":   map[string]any{"name": name, "namespace": namespace, "labels": labels},
+		"spec":       json.RawMessage(specJSON),
+	}
+	js, err := json.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		return "", err
+	}
+	return string(y), nil
+}
+
+// ---- dependency resolution ----
+
+type resolver struct {
+	inv    *mesh.Inventory
+	domain string
+	ns     string
+}
+
+func newResolver(inv *mesh.Inventory, domain, ns string) *resolver {
+	return &resolver{inv: inv, domain: domain, ns: ns}
+}
+
+func (r *resolver) knownNames() []string {
+	var out []string
+	for _, s := range r.inv.Services {
+		out = append(out, s.Name+"."+s.Namespace)
+	}
+	for _, se := range r.inv.ServiceEntries {
+		out = append(out, se.Spec.GetHosts()...)
+	}
+	for _, n := range r.inv.NamespaceNames() {
+		out = append(out, n+"/*")
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func (r *resolver) resolve(dep Dependency) (target, *Problem) {
+	s := strings.TrimSpace(dep.Service)
+	bad := func(summary, format string, a ...any) (target, *Problem) {
+		return target{}, &Problem{Summary: summary, Detail: fmt.Sprintf(format, a...)}
+	}
+	if s == "" {
+		return bad("Malformed Host", "A dependency has an empty service. Give a Kubernetes service (\"name\", \"name.namespace\" or its FQDN), a ServiceEntry host, or a whole namespace (\"ns/*\").")
+	}
+	if ns, rest, ok := strings.Cut(s, "/"); ok {
+		if rest != "*" || strings.Contains(ns, "/") || len(validation.IsDNS1123Label(ns)) > 0 {
+			return bad("Malformed Host", "The dependency %q is not a Kubernetes service, a ServiceEntry host or a whole namespace. A namespace is written \"ns/*\" with a valid namespace name.", s)
+		}
+		if !slices.Contains(r.inv.NamespaceNames(), ns) {
+			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, suggest(s, r.knownNames()))
+		}
+		if len(dep.Ports) > 0 {
+			return target{host: ns + "/*", ports: dep.Ports, proto: map[uint32]string{}}, nil
+		}
+		return target{host: ns + "/*"}, nil
+	}
+	host := strings.TrimSuffix(strings.ToLower(s), ".")
+	wild := strings.HasPrefix(host, "*.")
+	check := host
+	if wild {
+		check = host[2:]
+	}
+	if errs := validation.IsDNS1123Subdomain(check); len(errs) > 0 || strings.Contains(check, "*") {
+		return bad("Malformed Host", "The dependency %q is not a valid host name. Use \"name\", \"name.namespace\", \"name.namespace.svc.%s\", a ServiceEntry host such as \"api.example.com\", or \"ns/*\".", s, r.domain)
+	}
+	// Kubernetes services first.
+	if svc := r.kubeService(host); svc != nil {
+		return r.kubeTarget(s, svc, dep.Ports)
+	}
+	// ServiceEntry hosts: exact, then the most specific wildcard that covers the name.
+	if t, p, ok := r.serviceEntryTarget(s, host, dep.Ports); ok {
+		return t, p
+	}
+	return bad("Unknown Service", "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s Add the service's manifest to the provider's manifests, or fix the name.", s, suggest(s, r.knownNames()))
+}
+
+func (r *resolver) kubeService(host string) *mesh.Service {
+	parts := strings.Split(host, ".")
+	switch {
+	case len(parts) == 1:
+		return r.inv.Service(r.ns, parts[0])
+	case len(parts) == 2:
+		return r.inv.Service(parts[1], parts[0])
+	case len(parts) == 3 && parts[2] == "svc":
+		return r.inv.Service(parts[1], parts[0])
+	case len(parts) > 3 && parts[2] == "svc" && strings.Join(parts[3:], ".") == r.domain:
+		return r.inv.Service(parts[1], parts[0])
+	}
+	return nil
+}
+
+func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (target, *Problem) {
+	fqdn := svc.Name + "." + svc.Namespace + ".svc." + r.domain
+	if !r.inv.NamespaceVisible(svc.Namespace) {
+		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
+			"The dependency %q resolves to %s, but its namespace %q is outside the mesh's discoverySelectors, so istiod never sees it. Label the namespace to match meshConfig.discoverySelectors.", raw, fqdn, svc.Namespace)}
+	}
+	if !exportedTo(svc.Annotations[mesh.ExportToAnnotation], svc.Namespace, r.ns, r.inv.Mesh.DefaultServiceExportTo) {
+		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
+			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, mesh.ExportToAnnotation, r.ns)}
+	}
+	t := target{host: svc.Namespace + "/" + fqdn, proto: map[uint32]string{}}
+	var avail []string
+	for _, p := range svc.Spec.Ports {
+		avail = append(avail, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+	}
+	for _, want := range ports {
+		var first *corev1.ServicePort
+		hasTCP := false
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			if uint32(p.Port) != want {
+				continue
+			}
+			if first == nil {
+				first = p
+			}
+			if p.Protocol != corev1.ProtocolUDP {
+				hasTCP = true
+			}
+		}
+		if first == nil {
+			return target{}, &Problem{Summary: "Port Not Exposed", Detail: fmt.Sprintf(
+				"The dependency %q declares port %d, but Service %s/%s exposes only %s. Use one of those ports, or drop ports to allow every port.", raw, want, svc.Namespace, svc.Name, strings.Join(avail, ", "))}
+		}
+		if !hasTCP {
+			return target{}, &Problem{Summary: "Port Not Exposed", Detail: fmt.Sprintf(
+				"The dependency %q declares port %d, which Service %s/%s exposes only as UDP. Istio builds no cluster for UDP ports; drop the port or the dependency.", raw, want, svc.Namespace, svc.Name)}
+		}
+		if first.Protocol == corev1.ProtocolUDP {
+			// A port listener keeps only the first port with this number (UDP here),
+			// so port-level scoping would drop the TCP cluster: import every port.
+			t.ports = nil
+			return t, nil
+		}
+		t.proto[want] = listenerProtocol(first.Name, first.AppProtocol)
+		t.ports = append(t.ports, want)
+	}
+	return t, nil
+}
+
+func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target, *Problem, bool) {
+	var best *mesh.ServiceEntry
+	bestHost := ""
+	for _, se := range r.inv.ServiceEntries {
+		if !r.inv.NamespaceVisible(se.Namespace) || !exportedToList(se.Spec.GetExportTo(), se.Namespace, r.ns, r.inv.Mesh.DefaultServiceExportTo) {
+			continue
+		}
+		for _, h := range se.Spec.GetHosts() {
+			h = strings.ToLower(h)
+			match := h == host
+			if !match && strings.HasPrefix(h, "*") {
+				match = strings.HasSuffix(host, h[1:])
+			}
+			if !match {
+				continue
+			}
+			// Exact beats wildcard, a longer wildcard beats a shorter one, and the
+			// workload's own namespace breaks ties; otherwise the first (oldest) wins.
+			better := best == nil || seRank(h, host, se.Namespace, r.ns) > seRank(bestHost, host, best.Namespace, r.ns)
+			if better {
+				best, bestHost = se, h
+			}
+		}
+	}
+	if best == nil {
+		return target{}, nil, false
+	}
+	t := target{host: best.Namespace + "/" + bestHost, proto: map[uint32]string{}}
+	var avail []string
+	for _, p := range best.Spec.GetPorts() {
+		avail = append(avail, fmt.Sprintf("%d/%s", p.GetNumber(), p.GetProtocol()))
+	}
+	for _, want := range ports {
+		var found bool
+		for _, p := range best.Spec.GetPorts() {
+			if p.GetNumber() == want {
+				found = true
+				proto := strings.ToUpper(p.GetProtocol())
+				if !validProtocols[proto] {
+					proto = ""
+				}
+				if _, ok := t.proto[want]; !ok {
+					t.proto[want] = proto
+				}
+			}
+		}
+		if !found {
+			return target{}, &Problem{Summary: "Port Not Exposed", Detail: fmt.Sprintf(
+				"The dependency %q declares port %d, but ServiceEntry %s/%s exposes only %s. Use one of those ports, or drop ports to allow every port.", raw, want, best.Namespace, best.Name, strings.Join(avail, ", "))}, true
+		}
+		t.ports = append(t.ports, want)
+	}
+	return t, nil, true
+}
+
+func seRank(h, want, seNs, ns string) int {
+	rank := len(h) * 2
+	if h == want {
+		rank += 1 << 20
+	}
+	if seNs == ns {
+		rank++
+	}
+	return rank
+}
+
+// listenerProtocol picks an egress listener protocol from a Service port name.
+func listenerProtocol(name string, appProtocol *string) string {
+	if appProtocol != nil {
+		name = *appProtocol
+	}
+	prefix, _, _ := strings.Cut(strings.ToLower(name), "-")
+	p := strings.ToUpper(prefix)
+	if validProtocols[p] {
+		return p
+	}
+	return ""
+}
+
+func exportedTo(annotation, svcNs, ns string, def []string) bool {
+	var list []string
+	if annotation != "" {
+		for _, e := range strings.Split(annotation, ",") {
+			list = append(list, strings.TrimSpace(e))
+		}
+	}
+	return exportedToList(list, svcNs, ns, def)
+}
+
+func exportedToList(list []string, svcNs, ns string, def []string) bool {
+	if len(list) == 0 {
+		list = def
+		if list == nil {
+			list = []string{"*"}
+		}
+	}
+	return slices.Contains(list, "*") || slices.Contains(list, ns) || (slices.Contains(list, ".") && svcNs == ns)
+}
