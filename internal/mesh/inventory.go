@@ -34,6 +34,8 @@ type Meta struct {
 	Source string
 }
 
+func (m *Meta) meta() *Meta { return m }
+
 // Key returns "namespace/name".
 func (m *Meta) Key() string { return m.Namespace + "/" + m.Name }
 

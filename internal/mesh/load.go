@@ -227,6 +227,23 @@ func meta(kind, apiVersion string, om metav1.ObjectMeta, src string) Meta {
 	}
 }
 
+// upsert appends obj, or replaces an earlier object with the same namespace and
+// name (a later document wins, as with kubectl apply).
+func upsert[T interface{ meta() *Meta }](list []T, obj T) []T {
+	m := obj.meta()
+	for i, old := range list {
+		om := old.meta()
+		if om.Namespace == m.Namespace && om.Name == m.Name && om.Kind == m.Kind {
+			if m.Created.Year() >= 2200 {
+				m.Created = om.Created
+			}
+			list[i] = obj
+			return list
+		}
+	}
+	return append(list, obj)
+}
+
 func (inv *Inventory) stamp(m *Meta) {
 	if m.Created.IsZero() {
 		m.Created = inv.nextCreated()
@@ -257,7 +274,7 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 		DefaultService(&o.Spec)
 		s := &Service{Meta: meta(kind, "v1", o.ObjectMeta, src), Spec: o.Spec}
 		inv.stamp(&s.Meta)
-		inv.Services = append(inv.Services, s)
+		inv.Services = upsert(inv.Services, s)
 	case "ConfigMap":
 		var o corev1.ConfigMap
 		if err := json.Unmarshal(js, &o); err != nil {
@@ -280,7 +297,7 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 		}
 		w := &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP}
 		inv.stamp(&w.Meta)
-		inv.Workloads = append(inv.Workloads, w)
+		inv.Workloads = upsert(inv.Workloads, w)
 	default:
 		var (
 			om  metav1.ObjectMeta
@@ -321,7 +338,7 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 		}
 		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, Ports: containerPorts(tpl.Spec)}
 		inv.stamp(&w.Meta)
-		inv.Workloads = append(inv.Workloads, w)
+		inv.Workloads = upsert(inv.Workloads, w)
 	}
 	return nil
 }
@@ -366,7 +383,7 @@ func (inv *Inventory) addIstio(kind string, js []byte, src string, docErr func(e
 		}
 		x := &ServiceEntry{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
 		inv.stamp(&x.Meta)
-		inv.ServiceEntries = append(inv.ServiceEntries, x)
+		inv.ServiceEntries = upsert(inv.ServiceEntries, x)
 	case "DestinationRule":
 		var o networkingv1.DestinationRule
 		if err := json.Unmarshal(js, &o); err != nil {
@@ -374,7 +391,7 @@ func (inv *Inventory) addIstio(kind string, js []byte, src string, docErr func(e
 		}
 		x := &DestinationRule{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
 		inv.stamp(&x.Meta)
-		inv.DestinationRules = append(inv.DestinationRules, x)
+		inv.DestinationRules = upsert(inv.DestinationRules, x)
 	case "VirtualService":
 		var o networkingv1.VirtualService
 		if err := json.Unmarshal(js, &o); err != nil {
@@ -382,7 +399,7 @@ func (inv *Inventory) addIstio(kind string, js []byte, src string, docErr func(e
 		}
 		x := &VirtualService{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
 		inv.stamp(&x.Meta)
-		inv.VirtualServices = append(inv.VirtualServices, x)
+		inv.VirtualServices = upsert(inv.VirtualServices, x)
 	case "Sidecar":
 		var o networkingv1.Sidecar
 		if err := json.Unmarshal(js, &o); err != nil {
@@ -390,7 +407,7 @@ func (inv *Inventory) addIstio(kind string, js []byte, src string, docErr func(e
 		}
 		x := &Sidecar{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
 		inv.stamp(&x.Meta)
-		inv.Sidecars = append(inv.Sidecars, x)
+		inv.Sidecars = upsert(inv.Sidecars, x)
 	}
 	return nil
 }

@@ -1,0 +1,194 @@
+package scope
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+)
+
+func seedInventory(t testing.TB) *mesh.Inventory {
+	t.Helper()
+	b, err := os.ReadFile("testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := mesh.New()
+	if err := inv.AddYAML("seed", b); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+var app = map[string]string{"app": "test-app"}
+
+func predictWith(t *testing.T, inv *mesh.Inventory, r *Result, ns string) []string {
+	t.Helper()
+	p, err := predict.New(inv.WithSidecars(r.Sidecar), predict.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Predict(predict.Proxy{Namespace: ns, Labels: app}).Names()
+}
+
+func TestCompileSeedScope(t *testing.T) {
+	inv := seedInventory(t)
+	d := Declaration{Namespace: "foo", Selector: app, Ingress: []Ingress{{Port: 80, Protocol: "HTTP", DefaultEndpoint: "127.0.0.1:80"}}}
+	r, probs := Compile(inv, d, Options{})
+	if len(probs) > 0 {
+		t.Fatalf("problems: %+v", probs)
+	}
+	want := `apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata:
+  labels:
+    app.kubernetes.io/managed-by: meshscope
+  name: test-app
+  namespace: foo
+spec:
+  egress:
+  - hosts:
+    - istio-system/*
+  ingress:
+  - defaultEndpoint: 127.0.0.1:80
+    port:
+      name: http-80
+      number: 80
+      protocol: HTTP
+  workloadSelector:
+    labels:
+      app: test-app
+`
+	if r.Manifest != want {
+		t.Errorf("manifest:\n%s\nwant:\n%s", r.Manifest, want)
+	}
+	for i := 0; i < 20; i++ {
+		again, _ := Compile(inv, d, Options{})
+		if again.Manifest != r.Manifest {
+			t.Fatalf("run %d rendered different YAML:\n%s", i, again.Manifest)
+		}
+	}
+	if got := predictWith(t, inv, r, "foo"); len(got) != 13 {
+		t.Errorf("foo under the compiled scope has %d clusters, want 13: %v", len(got), got)
+	}
+	// The rendered manifest parses back to the same scope.
+	back, err := mesh.ParseSidecar("manifest", []byte(r.Manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := predict.New(inv.WithSidecars(back), predict.Options{})
+	if n := len(p.Predict(predict.Proxy{Namespace: "foo", Labels: app}).Clusters); n != 13 {
+		t.Errorf("parsed-back manifest gives %d clusters, want 13", n)
+	}
+}
+
+// TestCompileIsTheFloor checks, with the predictor, that a port-level scope gives
+// exactly the declared service ports plus inbound and the fixed clusters.
+func TestCompileIsTheFloor(t *testing.T) {
+	inv := seedInventory(t)
+	cases := []struct {
+		deps []Dependency
+		want []string
+	}{
+		{[]Dependency{{Service: "bar.bar", Ports: []uint32{80}}}, []string{"outbound|80||bar.bar.svc.cluster.local"}},
+		{[]Dependency{{Service: "istiod.istio-system", Ports: []uint32{15012, 443}}},
+			[]string{"outbound|15012||istiod.istio-system.svc.cluster.local", "outbound|443||istiod.istio-system.svc.cluster.local"}},
+		{[]Dependency{{Service: "istiod.istio-system.svc.cluster.local"}}, []string{
+			"outbound|15010||istiod.istio-system.svc.cluster.local", "outbound|15012||istiod.istio-system.svc.cluster.local",
+			"outbound|15014||istiod.istio-system.svc.cluster.local", "outbound|443||istiod.istio-system.svc.cluster.local"}},
+		{[]Dependency{{Service: "foo"}, {Service: "kube-dns.kube-system", Ports: []uint32{53}}},
+			[]string{"outbound|80||foo.foo.svc.cluster.local", "outbound|53||kube-dns.kube-system.svc.cluster.local"}},
+		{nil, nil},
+	}
+	for _, tc := range cases {
+		r, probs := Compile(inv, Declaration{Namespace: "foo", Selector: app, Dependencies: tc.deps}, Options{SystemHosts: []string{}})
+		if len(probs) > 0 {
+			t.Fatalf("%v: problems %+v", tc.deps, probs)
+		}
+		want := append(slices.Clone(tc.want), "inbound|80||", "BlackHoleCluster", "PassthroughCluster", "InboundPassthroughCluster")
+		slices.Sort(want)
+		if got := predictWith(t, inv, r, "foo"); !slices.Equal(got, want) {
+			t.Errorf("%v:\n got  %v\n want %v\nmanifest:\n%s", tc.deps, got, want, r.Manifest)
+		}
+	}
+}
+
+func TestCompileProblems(t *testing.T) {
+	inv := seedInventory(t)
+	inv2 := inv.Clone()
+	if err := inv2.AddYAML("extra", []byte(`
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: existing, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: test-app}}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		inv     *mesh.Inventory
+		d       Declaration
+		attr    string
+		summary string
+		detail  string
+	}{
+		{"unknown service suggests near names", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "barr.bar"}}},
+			AttrDependencies, "Unknown Service", `Did you mean "bar.bar"`},
+		{"malformed host", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "Bad_Host!"}}},
+			AttrDependencies, "Malformed Host", `"Bad_Host!"`},
+		{"malformed namespace wildcard", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "bar/x/y"}}},
+			AttrDependencies, "Malformed Host", `"bar/x/y"`},
+		{"missing namespace", inv, Declaration{Namespace: "nope"}, AttrNamespace, "Unknown Namespace", `"nope"`},
+		{"invalid label key", inv, Declaration{Namespace: "foo", Selector: map[string]string{"bad key": "x"}},
+			AttrWorkloadSelector, "Invalid Label Key", `"bad key"`},
+		{"invalid label value", inv, Declaration{Namespace: "foo", Selector: map[string]string{"app": "no spaces"}},
+			AttrWorkloadSelector, "Invalid Label Value", `"no spaces"`},
+		{"port not exposed", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "bar.bar", Ports: []uint32{8080}}}},
+			AttrDependencies, "Port Not Exposed", "exposes only 80/TCP"},
+		{"name too long", inv, Declaration{Namespace: "foo", Name: strings.Repeat("a", 254)}, AttrName, "Invalid Name", "253"},
+		{"unknown namespace dependency", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "baz/*"}}},
+			AttrDependencies, "Unknown Namespace", `Did you mean "bar/*"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, probs := Compile(tc.inv, tc.d, Options{})
+			if r != nil || len(probs) == 0 {
+				t.Fatalf("got result %v and problems %+v, want an error", r, probs)
+			}
+			p := probs[0]
+			if p.Attribute != tc.attr || p.Summary != tc.summary || !strings.Contains(p.Detail, tc.detail) {
+				t.Errorf("problem = %+v\nwant attribute %q, summary %q, detail containing %q", p, tc.attr, tc.summary, tc.detail)
+			}
+			if tc.attr == AttrDependencies && p.Index != 0 {
+				t.Errorf("index = %d, want 0", p.Index)
+			}
+		})
+	}
+	t.Run("conflicting selector", func(t *testing.T) {
+		r, probs := Compile(inv2, Declaration{Namespace: "foo", Selector: app}, Options{})
+		if len(probs) > 0 {
+			t.Fatal(probs)
+		}
+		c := Conflicts(inv2, r.Sidecar)
+		if len(c) != 1 || c[0].Summary != "Conflicting Sidecar Selection" || !strings.Contains(c[0].Detail, `"existing"`) {
+			t.Errorf("conflicts = %+v", c)
+		}
+	})
+}
+
+func TestDefaultName(t *testing.T) {
+	if n := DefaultName(nil); n != "default" {
+		t.Errorf("DefaultName(nil) = %q", n)
+	}
+	if n := DefaultName(map[string]string{"version": "v1", "app": "Reviews_X"}); n != "reviews-x-v1" {
+		t.Errorf("DefaultName = %q", n)
+	}
+	long := DefaultName(map[string]string{"a": strings.Repeat("x", 63), "b": strings.Repeat("y", 63)})
+	if len(long) > 63 {
+		t.Errorf("DefaultName too long: %d", len(long))
+	}
+}
