@@ -17,10 +17,10 @@ const (
 )
 
 var (
-	fixed    = []string{"BlackHoleCluster", "PassthroughCluster", "InboundPassthroughCluster"}
-	igwAll   = []string{"outbound|15012||" + igw, "outbound|15021||" + igw, "outbound|15443||" + igw, "outbound|443||" + igw, "outbound|80||" + igw}
+	fixed     = []string{"BlackHoleCluster", "PassthroughCluster", "InboundPassthroughCluster"}
+	igwAll    = []string{"outbound|15012||" + igw, "outbound|15021||" + igw, "outbound|15443||" + igw, "outbound|443||" + igw, "outbound|80||" + igw}
 	istiodAll = []string{"outbound|15010||" + istiod, "outbound|15012||" + istiod, "outbound|15014||" + istiod, "outbound|443||" + istiod}
-	seedAll  = join(igwAll, istiodAll, []string{
+	seedAll   = join(igwAll, istiodAll, []string{
 		"outbound|80||" + barSvc, "outbound|80||default-http-backend.kube-system.svc.cluster.local", "outbound|80||" + fooSvc,
 		"outbound|53||kube-dns.kube-system.svc.cluster.local", "outbound|443||kubernetes.default.svc.cluster.local",
 		"outbound|443||metrics-server.kube-system.svc.cluster.local", "inbound|80||",
