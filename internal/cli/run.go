@@ -20,6 +20,7 @@ const usage = `Usage: terraform-provider-meshscope <command> [flags]
 
 Commands:
   clusters   predict the Envoy CDS clusters istiod pushes to one sidecar proxy
+  diff       compare every proxy's predicted clusters between two manifest trees
 
 Run 'terraform-provider-meshscope <command> -h' for the flags of a command.
 Run without arguments, the binary serves the Terraform provider.
@@ -34,6 +35,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "clusters":
 		return runClusters(args[1:], stdin, stdout, stderr)
+	case "diff":
+		return runDiff(args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK

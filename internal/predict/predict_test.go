@@ -423,13 +423,13 @@ data:
 			}
 			got := p.Predict(Proxy{Namespace: tc.ns, Labels: tc.labels}).Names()
 			if !slices.Equal(got, tc.want) {
-				t.Errorf("clusters differ\n only got:  %v\n only want: %v", minus(got, tc.want), minus(tc.want, got))
+				t.Errorf("clusters differ\n only got:  %v\n only want: %v", setMinus(got, tc.want), setMinus(tc.want, got))
 			}
 		})
 	}
 }
 
-func minus(a, b []string) []string {
+func setMinus(a, b []string) []string {
 	var out []string
 	for _, x := range a {
 		if !slices.Contains(b, x) {

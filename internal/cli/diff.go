@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+)
+
+// DiffRow is one workload whose predicted cluster list changes.
+type DiffRow struct {
+	Namespace string `json:"namespace"`
+	Workload  string `json:"workload"`
+	predict.Delta
+	Risks []string `json:"risks"`
+}
+
+func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("base", "", "manifest directory or file before the change")
+	head := fs.String("head", "", "manifest directory or file after the change")
+	out := fs.String("o", "table", "output: table, markdown or json")
+	ver := fs.String("istio-version", "1.31", "Istio release whose behaviour to predict, MAJOR.MINOR")
+	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--istio-version V]")
+		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if *base == "" || *head == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "diff needs --base PATH and --head PATH and no other arguments")
+		return ExitUsage
+	}
+	if *out != "table" && *out != "markdown" && *out != "json" {
+		fmt.Fprintf(stderr, "output %q is not one of table, markdown, json\n", *out)
+		return ExitUsage
+	}
+	opts := predict.Options{IstioVersion: *ver, DomainSuffix: *domain}
+	if _, err := predict.ParseVersion(*ver); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitUsage
+	}
+	load := func(path string) (*mesh.Inventory, *predict.Predictor, error) {
+		inv := mesh.New()
+		if err := inv.LoadPaths([]string{path}, stdin); err != nil {
+			return nil, nil, err
+		}
+		p, err := predict.New(inv, opts)
+		return inv, p, err
+	}
+	_, pb, err := load(*base)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: base: %v\n", err)
+		return ExitError
+	}
+	_, ph, err := load(*head)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: head: %v\n", err)
+		return ExitError
+	}
+	rows := Diff(pb, ph)
+	switch *out {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if rows == nil {
+			rows = []DiffRow{}
+		}
+		if err := enc.Encode(rows); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return ExitError
+		}
+	case "markdown":
+		writeDiffMarkdown(stdout, rows)
+	default:
+		writeDiffTable(stdout, rows)
+	}
+	if len(rows) > 0 {
+		return ExitChanged
+	}
+	return ExitOK
+}
+
+// Diff predicts every workload of both inventories and returns those whose
+// cluster list changes, sorted by namespace and workload.
+func Diff(base, head *predict.Predictor) []DiffRow {
+	type key struct{ ns, kind, name string }
+	seen := map[key]predict.WorkloadProxy{}
+	var keys []key
+	for _, p := range []*predict.Predictor{base, head} {
+		for _, w := range p.WorkloadProxies() {
+			k := key{w.Namespace, w.Kind, w.Name}
+			if _, ok := seen[k]; !ok {
+				seen[k] = w
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.ns != b.ns {
+			return a.ns < b.ns
+		}
+		if a.name != b.name {
+			return a.name < b.name
+		}
+		return a.kind < b.kind
+	})
+	var rows []DiffRow
+	for _, k := range keys {
+		w := seen[k]
+		before := base.Predict(w.Proxy())
+		after := head.Predict(w.Proxy())
+		d := predict.Compare(before, after)
+		if !d.Changed() {
+			continue
+		}
+		rows = append(rows, DiffRow{Namespace: k.ns, Workload: k.kind + "/" + k.name, Delta: d, Risks: Risks(base, head, before, after, d)})
+	}
+	return rows
+}
+
+// Risks flags tightenings that the mesh configuration itself says are unsafe.
+func Risks(base, head *predict.Predictor, before, after *predict.Result, d predict.Delta) []string {
+	risks := []string{}
+	routed := map[string]bool{}
+	for _, h := range head.RoutedHosts(after) {
+		routed[h] = true
+	}
+	for _, h := range d.RemovedHosts {
+		if routed[h] {
+			risks = append(risks, fmt.Sprintf("drops %s, a destination of a VirtualService still in scope", h))
+		}
+	}
+	if head.RootNamespaceHasServices() && base.HasRootNamespaceHosts(before) && !head.HasRootNamespaceHosts(after) {
+		risks = append(risks, fmt.Sprintf("no service of the root namespace %q is left in scope: telemetry and tracing are at risk", head.RootNamespace()))
+	}
+	return risks
+}
+
+func hostList(h []string) string {
+	if len(h) == 0 {
+		return "-"
+	}
+	return strings.Join(h, ", ")
+}
+
+func signed(n int) string {
+	if n > 0 {
+		return "+" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
+func writeDiffTable(w io.Writer, rows []DiffRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "No proxy's cluster list changes.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tBEFORE\tAFTER\tDELTA\tHOSTS ADDED\tHOSTS REMOVED\tRISK")
+	for _, r := range rows {
+		risk := "-"
+		if len(r.Risks) > 0 {
+			risk = strings.Join(r.Risks, "; ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.After-r.Before),
+			hostList(r.AddedHosts), hostList(r.RemovedHosts), risk)
+	}
+	_ = tw.Flush()
+}
+
+func writeDiffMarkdown(w io.Writer, rows []DiffRow) {
+	fmt.Fprintln(w, "### meshscope: predicted Envoy cluster changes")
+	fmt.Fprintln(w)
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "No proxy's cluster list changes.")
+		return
+	}
+	fmt.Fprintln(w, "| Namespace | Workload | Before | After | Delta | Hosts added | Hosts removed |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|")
+	var risky []string
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s |\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.After-r.Before),
+			mdHosts(r.AddedHosts), mdHosts(r.RemovedHosts))
+		for _, k := range r.Risks {
+			risky = append(risky, fmt.Sprintf("- :warning: `%s/%s` %s", r.Namespace, r.Workload, k))
+		}
+	}
+	if len(risky) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "**Risky tightenings**")
+		fmt.Fprintln(w)
+		for _, l := range risky {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+func mdHosts(h []string) string {
+	if len(h) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(h))
+	for i, x := range h {
+		parts[i] = "`" + x + "`"
+	}
+	return strings.Join(parts, "<br>")
+}
