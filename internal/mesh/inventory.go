@@ -60,7 +60,12 @@ type Workload struct {
 	Ports     []ContainerPort
 	// PodIP is set for Pods that carry status.podIP.
 	PodIP string
+	// Replicas is spec.replicas of a Deployment, StatefulSet or ReplicaSet (nil: unset, 1).
+	Replicas *int32
 }
+
+// HasPods reports whether the workload runs at least one pod (replicas is not 0).
+func (w *Workload) HasPods() bool { return w.Replicas == nil || *w.Replicas > 0 }
 
 // Service is a Kubernetes Service with apiserver defaults applied
 // (targetPort = port, protocol = TCP).

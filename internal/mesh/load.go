@@ -300,9 +300,10 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 		inv.Workloads = upsert(inv.Workloads, w)
 	default:
 		var (
-			om  metav1.ObjectMeta
-			tpl corev1.PodTemplateSpec
-			gv  = "apps/v1"
+			om       metav1.ObjectMeta
+			tpl      corev1.PodTemplateSpec
+			replicas *int32
+			gv       = "apps/v1"
 		)
 		switch kind {
 		case "Deployment":
@@ -310,13 +311,13 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 			if err := json.Unmarshal(js, &o); err != nil {
 				return docErr(err)
 			}
-			om, tpl = o.ObjectMeta, o.Spec.Template
+			om, tpl, replicas = o.ObjectMeta, o.Spec.Template, o.Spec.Replicas
 		case "StatefulSet":
 			var o appsv1.StatefulSet
 			if err := json.Unmarshal(js, &o); err != nil {
 				return docErr(err)
 			}
-			om, tpl = o.ObjectMeta, o.Spec.Template
+			om, tpl, replicas = o.ObjectMeta, o.Spec.Template, o.Spec.Replicas
 		case "DaemonSet":
 			var o appsv1.DaemonSet
 			if err := json.Unmarshal(js, &o); err != nil {
@@ -328,7 +329,7 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 			if err := json.Unmarshal(js, &o); err != nil {
 				return docErr(err)
 			}
-			om, tpl = o.ObjectMeta, o.Spec.Template
+			om, tpl, replicas = o.ObjectMeta, o.Spec.Template, o.Spec.Replicas
 		case "Job":
 			var o batchv1.Job
 			if err := json.Unmarshal(js, &o); err != nil {
@@ -336,7 +337,7 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 			}
 			om, tpl, gv = o.ObjectMeta, o.Spec.Template, "batch/v1"
 		}
-		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, Ports: containerPorts(tpl.Spec)}
+		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, Ports: containerPorts(tpl.Spec), Replicas: replicas}
 		inv.stamp(&w.Meta)
 		inv.Workloads = upsert(inv.Workloads, w)
 	}

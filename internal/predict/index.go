@@ -108,7 +108,10 @@ type index struct {
 	rootSidecar  *mesh.Sidecar
 
 	kubeByNs      map[string][]*mesh.Service
+	// workloadsByNs holds the workloads that run pods, per visible namespace.
 	workloadsByNs map[string][]*mesh.Workload
+	// selectorSEsByNs holds the ServiceEntries with a workloadSelector, per namespace.
+	selectorSEsByNs map[string][]*mesh.ServiceEntry
 }
 
 func (ix *index) nsVisible(ns string) bool {
@@ -147,7 +150,7 @@ func buildIndex(inv *mesh.Inventory, ver Version, domain string) *index {
 	}
 	ix.workloadsByNs = map[string][]*mesh.Workload{}
 	for _, w := range inv.Workloads {
-		if ix.nsVisible(w.Namespace) {
+		if ix.nsVisible(w.Namespace) && w.HasPods() {
 			ix.workloadsByNs[w.Namespace] = append(ix.workloadsByNs[w.Namespace], w)
 		}
 	}
@@ -170,9 +173,13 @@ func (ix *index) initServices() {
 		ix.kubeByNs[ks.Namespace] = append(ix.kubeByNs[ks.Namespace], ks)
 		all = append(all, ix.convertKube(ks))
 	}
+	ix.selectorSEsByNs = map[string][]*mesh.ServiceEntry{}
 	for _, se := range ix.inv.ServiceEntries {
 		if !ix.nsVisible(se.Namespace) {
 			continue
+		}
+		if se.Spec.GetWorkloadSelector() != nil {
+			ix.selectorSEsByNs[se.Namespace] = append(ix.selectorSEsByNs[se.Namespace], se)
 		}
 		all = append(all, ix.convertServiceEntry(se)...)
 	}
@@ -370,7 +377,13 @@ func (ix *index) initVirtualServices() {
 				exp = append(exp, x)
 			}
 		} else {
-			exp = ix.defVS
+			// The merged VirtualService controller copies the mesh default with "." made the namespace.
+			for _, x := range ix.defVS {
+				if x == "." {
+					x = vs.Namespace
+				}
+				exp = append(exp, x)
+			}
 		}
 		exp = dedupStrings(exp)
 		switch {

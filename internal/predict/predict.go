@@ -11,6 +11,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
@@ -241,20 +242,18 @@ func (ix *index) inbound(sc *mesh.Sidecar, proxy Proxy) []Cluster {
 	return out
 }
 
-// targetPorts mirrors GetProxyServiceTargets for a pod: the target ports of every
-// Service in the pod's namespace whose selector matches the pod.
+// targetPorts mirrors the aggregate GetProxyServiceTargets for a pod: first the
+// Kubernetes registry (the target ports of every Service in the pod's namespace
+// whose selector matches the pod), then the ServiceEntry registry (every port of
+// each ServiceEntry in the pod's namespace whose workloadSelector selects it).
 func (ix *index) targetPorts(proxy Proxy) []int {
-	var ports []corev1.ContainerPort
-	// Named target ports resolve against the workload's container ports.
-	for _, w := range ix.workloadsByNs[proxy.Namespace] {
-		if labelsEqual(w.PodLabels, proxy.Labels) {
-			for _, cp := range w.Ports {
-				ports = append(ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.Port, Protocol: cp.Protocol})
-			}
-			break
+	w := ix.podOf(proxy)
+	var out []int
+	add := func(n int) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
-	var out []int
 	for _, ks := range ix.kubeByNs[proxy.Namespace] {
 		if !selectorMatches(ks.Spec.Selector, proxy.Labels) {
 			continue
@@ -270,32 +269,73 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 				continue // svc.Ports.Get(name) returns the first port of that name
 			}
 			names[sp.Name] = true
-			var num int
-			if sp.TargetPort.Type == 0 {
-				num = int(sp.TargetPort.IntVal)
-			} else {
-				found := false
-				for _, cp := range ports {
-					if cp.Name == sp.TargetPort.StrVal && cp.Protocol == sp.Protocol {
-						num, found = int(cp.ContainerPort), true
-						break
-					}
-				}
-				if !found {
-					continue
-				}
+			num, ok := resolveTargetPort(sp, w)
+			if !ok {
+				continue
 			}
 			k := tpKey{num, convertKubeProtocol(sp.Port, sp.Name, sp.Protocol, sp.AppProtocol)}
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			if !slices.Contains(out, num) {
-				out = append(out, num)
+			add(num)
+		}
+	}
+	if w == nil {
+		return out // the ServiceEntry registry finds workloads by pod IP
+	}
+	for _, se := range ix.selectorSEsByNs[proxy.Namespace] {
+		if !labelsSubsetOf(se.Spec.GetWorkloadSelector().GetLabels(), w.PodLabels) || len(se.Spec.GetHosts()) == 0 {
+			continue
+		}
+		for _, p := range se.Spec.GetPorts() {
+			switch {
+			case namedTCPPort(w, p.GetName()) > 0:
+				add(namedTCPPort(w, p.GetName()))
+			case p.GetTargetPort() > 0:
+				add(int(p.GetTargetPort()))
+			default:
+				add(int(p.GetNumber()))
 			}
 		}
 	}
 	return out
+}
+
+// podOf returns the running workload whose pods carry exactly the proxy's labels.
+func (ix *index) podOf(proxy Proxy) *mesh.Workload {
+	for _, w := range ix.workloadsByNs[proxy.Namespace] {
+		if labelsEqual(w.PodLabels, proxy.Labels) {
+			return w
+		}
+	}
+	return nil
+}
+
+// resolveTargetPort mirrors kube FindPort: a number, or a container port with the
+// same name and protocol.
+func resolveTargetPort(sp corev1.ServicePort, w *mesh.Workload) (int, bool) {
+	if sp.TargetPort.Type == intstr.Int {
+		return int(sp.TargetPort.IntVal), true
+	}
+	if w == nil {
+		return 0, false
+	}
+	for _, cp := range w.Ports {
+		if cp.Name == sp.TargetPort.StrVal && cp.Protocol == sp.Protocol {
+			return int(cp.Port), true
+		}
+	}
+	return 0, false
+}
+
+func namedTCPPort(w *mesh.Workload, name string) int {
+	for _, cp := range w.Ports {
+		if name != "" && cp.Name == name && cp.Protocol == corev1.ProtocolTCP {
+			return int(cp.Port)
+		}
+	}
+	return 0
 }
 
 // WorkloadProxies lists every workload of the inventory, sorted by namespace, name and kind.
