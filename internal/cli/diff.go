@@ -54,20 +54,19 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
 	}
-	load := func(path string) (*mesh.Inventory, *predict.Predictor, error) {
+	load := func(path string) (*predict.Predictor, error) {
 		inv := mesh.New()
 		if err := inv.LoadPaths([]string{path}, stdin); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		p, err := predict.New(inv, opts)
-		return inv, p, err
+		return predict.New(inv, opts)
 	}
-	_, pb, err := load(*base)
+	pb, err := load(*base)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: base: %v\n", err)
 		return ExitError
 	}
-	_, ph, err := load(*head)
+	ph, err := load(*head)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: head: %v\n", err)
 		return ExitError

@@ -107,7 +107,7 @@ type index struct {
 	sidecarsByNs map[string][]*mesh.Sidecar
 	rootSidecar  *mesh.Sidecar
 
-	kubeByNs      map[string][]*mesh.Service
+	kubeByNs map[string][]*mesh.Service
 	// workloadsByNs holds the workloads that run pods, per visible namespace.
 	workloadsByNs map[string][]*mesh.Workload
 	// selectorSEsByNs holds the ServiceEntries with a workloadSelector, per namespace.

@@ -305,11 +305,19 @@ func Marshal(name, namespace string, labels map[string]string, spec *networking.
 	if err != nil {
 		return "", err
 	}
+	var specMap map[string]any
+	if err := json.Unmarshal(specJSON, &specMap); err != nil {
+		return "", err
+	}
+	if otp := spec.GetOutboundTrafficPolicy(); otp != nil {
+		// jsonpb drops the enum's zero value (REGISTRY_ONLY); spell the mode out for reviewers.
+		specMap["outboundTrafficPolicy"] = map[string]any{"mode": otp.GetMode().String()}
+	}
 	obj := map[string]any{
 		"apiVersion": "networking.istio.io/v1",
 		"kind":       "Sidecar",
 		"metadata":   map[string]any{"name": name, "namespace": namespace, "labels": labels},
-		"spec":       json.RawMessage(specJSON),
+		"spec":       specMap,
 	}
 	js, err := json.Marshal(obj)
 	if err != nil {

@@ -192,3 +192,17 @@ func TestDefaultName(t *testing.T) {
 		t.Errorf("DefaultName too long: %d", len(long))
 	}
 }
+
+func TestCompileOutboundPolicySpelledOut(t *testing.T) {
+	r, probs := Compile(seedInventory(t), Declaration{Namespace: "foo", OutboundTrafficPolicy: "REGISTRY_ONLY"}, Options{})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if !strings.Contains(r.Manifest, "outboundTrafficPolicy:\n    mode: REGISTRY_ONLY\n") {
+		t.Errorf("manifest lacks the explicit mode:\n%s", r.Manifest)
+	}
+	back, err := mesh.ParseSidecar("m", []byte(r.Manifest))
+	if err != nil || back.Spec.GetOutboundTrafficPolicy() == nil {
+		t.Fatalf("parse back: %v, %+v", err, back)
+	}
+}
