@@ -1,0 +1,27 @@
+# bar/test-app serves HTTP on port 80 and calls only foo.foo on port 80 (plus the
+# control plane, which the provider's system_hosts add to every scope).
+resource "meshscope_workload_scope" "bar" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+
+  dependencies = [
+    { service = "foo.foo", ports = [80] },
+  ]
+
+  ingress = [{
+    port             = 80
+    protocol         = "HTTP"
+    default_endpoint = "127.0.0.1:80"
+  }]
+}
+
+# The compiled Sidecar, known at plan time: commit it to a GitOps repository or
+# apply it with the kubernetes provider.
+output "bar_sidecar" {
+  value = meshscope_workload_scope.bar.manifest
+}
+
+# The Envoy clusters bar/test-app gets once the Sidecar applies.
+output "bar_expected_clusters" {
+  value = meshscope_workload_scope.bar.expected_clusters
+}

@@ -1,0 +1,155 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RepoRoot returns the root of the main module, two directories above this
+// module's directory (internal/conformance). dir is normally the test's
+// working directory (the package directory).
+func RepoRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(filepath.Dir(abs))
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("main module not found two directories above %s: %v", abs, err)
+	}
+	if !strings.Contains(string(b), "module github.com/meshscope/terraform-provider-meshscope\n") {
+		return "", fmt.Errorf("%s/go.mod is not the meshscope main module", root)
+	}
+	return root, nil
+}
+
+// BuildCLI builds the meshscope binary from the main module into outDir.
+func BuildCLI(repoRoot, outDir string) (string, error) {
+	bin := filepath.Join(outDir, "meshscope")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = repoRoot
+	cmd.Env = cliBuildEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("`go build -o %s .` in %s failed: %v\n%s", bin, repoRoot, err, out)
+	}
+	return bin, nil
+}
+
+// cliBuildEnv strips any -mod=... flag from GOFLAGS (e.g. -mod=mod used for this
+// module) so building the main module can never rewrite its go.mod/go.sum.
+func cliBuildEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "GOFLAGS=") {
+			var keep []string
+			for _, f := range strings.Fields(strings.TrimPrefix(e, "GOFLAGS=")) {
+				if !strings.HasPrefix(f, "-mod=") {
+					keep = append(keep, f)
+				}
+			}
+			e = "GOFLAGS=" + strings.Join(keep, " ")
+		}
+		env = append(env, e)
+	}
+	return env
+}
+
+// CLI runs the meshscope binary.
+type CLI struct {
+	Bin          string
+	IstioVersion string // passed as --istio-version when non-empty
+}
+
+// Clusters runs `meshscope clusters -f F... --namespace NS --labels L -o names`
+// and returns the printed names. It enforces the output contract: one name per
+// line, sorted, no duplicates, nothing else.
+func (c CLI) Clusters(files []string, px Proxy) ([]string, error) {
+	args := []string{"clusters"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	args = append(args, "--namespace", px.Namespace)
+	if len(px.Labels) > 0 {
+		args = append(args, "--labels", LabelString(px.Labels))
+	}
+	args = append(args, "-o", "names")
+	if c.IstioVersion != "" {
+		args = append(args, "--istio-version", c.IstioVersion)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %v\nstderr:\n%s\nstdout:\n%s", c.Bin, strings.Join(args, " "), err, stderr.String(), stdout.String())
+	}
+	var names []string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		l = strings.TrimRight(l, "\r")
+		if l == "" {
+			continue
+		}
+		if strings.TrimSpace(l) != l || strings.ContainsAny(l, " \t") {
+			return nil, fmt.Errorf("%s %s: output line %q is not a bare cluster name", c.Bin, strings.Join(args, " "), l)
+		}
+		names = append(names, l)
+	}
+	if !sort.StringsAreSorted(names) {
+		return nil, fmt.Errorf("%s %s: output is not sorted:\n%s", c.Bin, strings.Join(args, " "), stdout.String())
+	}
+	for i := 1; i < len(names); i++ {
+		if names[i] == names[i-1] {
+			return nil, fmt.Errorf("%s %s: duplicate name %q in output", c.Bin, strings.Join(args, " "), names[i])
+		}
+	}
+	return names, nil
+}
+
+// Diff returns the names only in a and only in b (both inputs sorted or not).
+func Diff(a, b []string) (onlyA, onlyB []string) {
+	inA := map[string]bool{}
+	inB := map[string]bool{}
+	for _, x := range a {
+		inA[x] = true
+	}
+	for _, x := range b {
+		inB[x] = true
+	}
+	for _, x := range a {
+		if !inB[x] {
+			onlyA = append(onlyA, x)
+		}
+	}
+	for _, x := range b {
+		if !inA[x] {
+			onlyB = append(onlyB, x)
+		}
+	}
+	sort.Strings(onlyA)
+	sort.Strings(onlyB)
+	return onlyA, onlyB
+}
+
+// FormatDiff renders a minimal diff between Istio's and meshscope's names.
+func FormatDiff(istio, meshscope []string) string {
+	onlyI, onlyM := Diff(istio, meshscope)
+	var b strings.Builder
+	for _, x := range onlyI {
+		fmt.Fprintf(&b, "    only-in-istio:     %s\n", x)
+	}
+	for _, x := range onlyM {
+		fmt.Fprintf(&b, "    only-in-meshscope: %s\n", x)
+	}
+	return b.String()
+}

@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+)
+
+var (
+	_ datasource.DataSource              = (*proxyClustersDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*proxyClustersDataSource)(nil)
+)
+
+// NewProxyClustersDataSource returns the meshscope_proxy_clusters data source.
+func NewProxyClustersDataSource() datasource.DataSource {
+	return &proxyClustersDataSource{}
+}
+
+type proxyClustersDataSource struct {
+	data *providerData
+}
+
+func (d *proxyClustersDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_proxy_clusters"
+}
+
+func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Predicts the Envoy clusters istiod pushes to one sidecar proxy, identified by its namespace " +
+			"and pod labels, from the provider's inventory. `sidecars` evaluates Sidecar manifests as if applied, so " +
+			"the effect of a `meshscope_workload_scope` can be read before anything reaches a cluster. The cluster " +
+			"names match `istioctl proxy-config cluster`.",
+		Attributes: map[string]schema.Attribute{
+			"namespace": schema.StringAttribute{
+				MarkdownDescription: "The proxy's namespace. It must be a namespace of the inventory.",
+				Required:            true,
+				Validators:          []validator.String{validators.NamespaceName()},
+			},
+			"labels": schema.MapAttribute{
+				MarkdownDescription: "The proxy's pod labels, for example `{ app = \"test-app\" }`.",
+				ElementType:         types.StringType,
+				Optional:            true,
+				Validators:          []validator.Map{validators.Labels()},
+			},
+			"sidecars": schema.ListAttribute{
+				MarkdownDescription: "Sidecar manifests (YAML, one Sidecar each) evaluated as if applied: each replaces " +
+					"the inventory's Sidecar with the same namespace and name, or is added. Typically the `manifest` " +
+					"of `meshscope_workload_scope` resources.",
+				ElementType: types.StringType,
+				Optional:    true,
+			},
+			"sidecar": schema.StringAttribute{
+				MarkdownDescription: "The `namespace/name` of the Sidecar that applies to the proxy, or `\"\"` when none does.",
+				Computed:            true,
+			},
+			"clusters": schema.ListAttribute{
+				MarkdownDescription: "The CDS cluster names, sorted, for example `outbound|80||foo.foo.svc.cluster.local`.",
+				ElementType:         types.StringType,
+				Computed:            true,
+			},
+			"cluster_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of CDS clusters.",
+				Computed:            true,
+			},
+			"outbound_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of `outbound|...` clusters.",
+				Computed:            true,
+			},
+			"inbound_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of `inbound|...` clusters.",
+				Computed:            true,
+			},
+			"baseline_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of CDS clusters of the same proxy with no Sidecar in effect at all " +
+					"(neither the inventory's nor `sidecars`).",
+				Computed: true,
+			},
+			"istioctl_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of rows `istioctl proxy-config cluster` prints: the CDS clusters plus " +
+					"the bootstrap clusters (agent, prometheus_stats, sds-grpc, xds-grpc and a tracer when configured).",
+				Computed: true,
+			},
+		},
+	}
+}
+
+func (d *proxyClustersDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	// Always perform a nil check when handling ProviderData because Terraform
+	// sets that data after it calls the ConfigureProvider RPC.
+	if req.ProviderData == nil {
+		return
+	}
+
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError(
+			"Unexpected Data Source Configure Type",
+			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", req.ProviderData),
+		)
+		return
+	}
+
+	d.data = data
+}
+
+func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var model proxyClustersDataSourceModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &model)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	if !d.data.known() {
+		if req.ClientCapabilities.DeferralAllowed {
+			resp.Deferred = &datasource.Deferred{Reason: datasource.DeferredReasonProviderConfigUnknown}
+			return
+		}
+		resp.Diagnostics.AddError(
+			"Inventory Unknown",
+			"The provider's manifests are not known yet, so the clusters cannot be predicted. "+
+				"Give the provider manifests that are known at plan time (for example read with file()), "+
+				"or apply the resources they come from first with -target.",
+		)
+		return
+	}
+
+	proxy, diags := model.proxy(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !namespaceKnown(d.data.inv, proxy.Namespace) {
+		resp.Diagnostics.AddAttributeError(
+			path.Root("namespace"),
+			"Namespace Not Found",
+			fmt.Sprintf("The namespace %q is not in the inventory, so no pod can run there.%s "+
+				"Add the Namespace to the provider's manifests or correct the name.",
+				proxy.Namespace, suggestion(proxy.Namespace, d.data.inv.NamespaceNames())),
+		)
+		return
+	}
+
+	// The Sidecars given are evaluated as if applied.
+	inv := d.data.inv
+	pr := d.data.predictor
+	if !model.Sidecars.IsNull() {
+		var sidecars []*mesh.Sidecar
+		for i, v := range model.Sidecars.Elements() {
+			s, ok := v.(types.String)
+			if !ok || s.IsNull() {
+				continue
+			}
+			source := fmt.Sprintf("sidecars[%d]", i)
+			sc, err := mesh.ParseSidecar(source, []byte(s.ValueString()))
+			if err != nil {
+				resp.Diagnostics.Append(sidecarDiagnostic(path.Root("sidecars").AtListIndex(i), source, err))
+				continue
+			}
+			sidecars = append(sidecars, sc)
+		}
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		inv = inv.WithSidecars(sidecars...)
+		var err error
+		if pr, err = predict.New(inv, d.data.predictOpts); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("sidecars"), "Cluster Prediction Failed",
+				fmt.Sprintf("The inventory with the given Sidecars cannot be indexed for prediction.\n\nOriginal Error: %s", err))
+			return
+		}
+	}
+
+	baseInv := inv.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
+	basePr, err := predict.New(baseInv, d.data.predictOpts)
+	if err != nil {
+		resp.Diagnostics.AddError("Cluster Prediction Failed",
+			fmt.Sprintf("The inventory without Sidecars cannot be indexed for prediction.\n\nOriginal Error: %s", err))
+		return
+	}
+
+	res := pr.Predict(proxy)
+	baseline := basePr.Predict(proxy)
+	tflog.Debug(ctx, "predicted proxy clusters", map[string]any{
+		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
+	})
+
+	resp.Diagnostics.Append(model.setPrediction(res, baseline)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
+}
+
+// namespaceKnown reports whether the inventory declares the namespace or holds an object in it.
+func namespaceKnown(inv *mesh.Inventory, ns string) bool {
+	for _, n := range inv.NamespaceNames() {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}

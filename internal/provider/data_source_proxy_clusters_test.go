@@ -1,0 +1,225 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+func TestProxyClustersDataSource_seed(t *testing.T) {
+	var want []knownvalue.Check
+	for _, name := range seedClusters() {
+		want = append(want, knownvalue.StringExact(name))
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: seedProvider(t, nil) + fmt.Sprintf(`
+data "meshscope_proxy_clusters" "foo" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+}
+
+data "meshscope_proxy_clusters" "foo_scoped" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+  sidecars  = [file(%[1]q)]
+}
+
+data "meshscope_proxy_clusters" "bar_scoped" {
+  namespace = "bar"
+  labels    = { app = "test-app" }
+  sidecars  = [file(%[1]q)]
+}
+`, seedSidecarFile(t)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("outbound_count"), knownvalue.Int64Exact(15)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("inbound_count"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("baseline_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("istioctl_count"), knownvalue.Int64Exact(19+4)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("sidecar"), knownvalue.StringExact("")),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("clusters"), knownvalue.ListSizeExact(19)),
+
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("outbound_count"), knownvalue.Int64Exact(9)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("inbound_count"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("baseline_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("istioctl_count"), knownvalue.Int64Exact(13+4)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("sidecar"), knownvalue.StringExact("foo/test-app")),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("clusters"), knownvalue.ListExact(want)),
+
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.bar_scoped", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.bar_scoped", tfjsonpath.New("sidecar"), knownvalue.StringExact("")),
+				},
+			},
+		},
+	})
+}
+
+// The seed's istioctl listing came from an Istio whose charts set the zipkin
+// tracer: its bootstrap adds a fifth static cluster, 19+5 = 24 rows and 13+5 = 18.
+func TestProxyClustersDataSource_seedZipkinTracer(t *testing.T) {
+	meshConfig := heredoc(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: istio
+  namespace: istio-system
+data:
+  mesh: |-
+    defaultConfig:
+      tracing:
+        zipkin:
+          address: zipkin.istio-system:9411`)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: seedProvider(t, []string{meshConfig}) + fmt.Sprintf(`
+data "meshscope_proxy_clusters" "foo" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+}
+
+data "meshscope_proxy_clusters" "foo_scoped" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+  sidecars  = [file(%q)]
+}
+`, seedSidecarFile(t)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("istioctl_count"), knownvalue.Int64Exact(24)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("istioctl_count"), knownvalue.Int64Exact(18)),
+				},
+			},
+		},
+	})
+}
+
+func TestProxyClustersDataSource_badInput(t *testing.T) {
+	sidecar := seedSidecarFile(t)
+	cases := map[string]struct {
+		config string
+		err    string
+	}{
+		"namespace not in the inventory": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "fooo"
+  labels    = { app = "test-app" }
+}`,
+			err: `(?s)Namespace Not Found.*"fooo".*Did\s+you\s+mean\s+"foo"`,
+		},
+		"invalid namespace name": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "Foo_Bar"
+}`,
+			err: `(?s)Invalid Namespace Name.*"Foo_Bar"`,
+		},
+		"invalid label key": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  labels    = { "-app" = "test-app" }
+}`,
+			err: `(?s)Invalid Label Key.*"-app"`,
+		},
+		"invalid label value": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  labels    = { app = "test app!" }
+}`,
+			err: `(?s)Invalid Label Value.*"test app!"`,
+		},
+		"sidecar YAML syntax error": {
+			config: fmt.Sprintf(`
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  sidecars  = [file(%q), "apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: x\n"]
+}`, sidecar),
+			err: `(?s)Invalid Manifest Document.*Document\s+0\s+of\s+sidecars\[1\]`,
+		},
+		"sidecar unsupported apiVersion": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  sidecars  = ["apiVersion: networking.istio.io/v2\nkind: Sidecar\nmetadata:\n  name: x\n  namespace: foo\n"]
+}`,
+			err: `(?s)unsupported\s+apiVersion\s+"networking.istio.io/v2"`,
+		},
+		"not a sidecar": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  sidecars  = ["apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  namespace: foo\n"]
+}`,
+			err: `(?s)Invalid Sidecar Manifest.*sidecars\[0\]`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+				Steps: []resource.TestStep{
+					{
+						Config:      seedProvider(t, nil) + tc.config,
+						ExpectError: regexp.MustCompile(tc.err),
+					},
+				},
+			})
+		})
+	}
+}
+
+// A Sidecar in `sidecars` replaces the inventory's Sidecar with the same
+// namespace and name; baseline_count drops every Sidecar.
+func TestProxyClustersDataSource_sidecarsReplace(t *testing.T) {
+	wide := heredoc(`apiVersion: networking.istio.io/v1beta1
+kind: Sidecar
+metadata:
+  name: test-app
+  namespace: foo
+spec:
+  workloadSelector:
+    labels:
+      app: test-app
+  egress:
+    - hosts: ["istio-system/*", "kube-system/*"]`)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: seedProvider(t, []string{wide}) + fmt.Sprintf(`
+data "meshscope_proxy_clusters" "inventory" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+}
+
+data "meshscope_proxy_clusters" "replaced" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+  sidecars  = [file(%q)]
+}
+`, seedSidecarFile(t)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					// istio-system's 9 + kube-system's 3 + inbound 80 + 3 fixed.
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.inventory", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(16)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.inventory", tfjsonpath.New("sidecar"), knownvalue.StringExact("foo/test-app")),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.inventory", tfjsonpath.New("baseline_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.replaced", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.replaced", tfjsonpath.New("baseline_count"), knownvalue.Int64Exact(19)),
+				},
+			},
+		},
+	})
+}

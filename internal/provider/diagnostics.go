@@ -1,0 +1,98 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+)
+
+// manifestDiagnostic turns a load error of one YAML string into an attribute error
+// that names the document.
+func manifestDiagnostic(p path.Path, source string, err error) diag.Diagnostic {
+	var de *mesh.DocumentError
+	if errors.As(err, &de) {
+		what := fmt.Sprintf("Document %d of %s", de.Index, source)
+		if de.Kind != "" {
+			what += fmt.Sprintf(" (%s %q)", de.Kind, de.Name)
+		}
+		return diag.NewAttributeErrorDiagnostic(p,
+			"Invalid Manifest Document",
+			what+" cannot be read. Fix the YAML of that document (documents are separated by \"---\" lines "+
+				"and counted from 0).\n\n"+
+				fmt.Sprintf("Original Error: %s", de.Err),
+		)
+	}
+	return diag.NewAttributeErrorDiagnostic(p,
+		"Invalid Manifest",
+		fmt.Sprintf("%s cannot be read as Kubernetes YAML. Fix the YAML.\n\nOriginal Error: %s", source, err),
+	)
+}
+
+// sidecarDiagnostic turns a Sidecar parse error into an attribute error.
+func sidecarDiagnostic(p path.Path, source string, err error) diag.Diagnostic {
+	var de *mesh.DocumentError
+	if errors.As(err, &de) {
+		return manifestDiagnostic(p, source, err)
+	}
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid Sidecar Manifest",
+		fmt.Sprintf("%s must hold exactly one networking.istio.io Sidecar, for example the manifest of a "+
+			"meshscope_workload_scope.\n\nOriginal Error: %s", source, err))
+}
+
+// suggestion returns " Did you mean "x"?" for the names nearest to s, or "".
+func suggestion(s string, names []string) string {
+	type cand struct {
+		name string
+		dist int
+	}
+	var cands []cand
+	for _, n := range names {
+		d := levenshtein(s, n)
+		if d <= 2 || d <= len(s)/3 {
+			cands = append(cands, cand{n, d})
+		}
+	}
+	if len(cands) == 0 {
+		return ""
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].dist != cands[j].dist {
+			return cands[i].dist < cands[j].dist
+		}
+		return cands[i].name < cands[j].name
+	})
+	var quoted []string
+	for i, c := range cands {
+		if i == 3 {
+			break
+		}
+		quoted = append(quoted, fmt.Sprintf("%q", c.name))
+	}
+	return " Did you mean " + strings.Join(quoted, " or ") + "?"
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

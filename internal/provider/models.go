@@ -1,0 +1,255 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
+)
+
+// providerConfigModel is the `provider "meshscope"` block.
+type providerConfigModel struct {
+	Manifests     types.List   `tfsdk:"manifests"` //< types.String
+	IstioVersion  types.String `tfsdk:"istio_version"`
+	RootNamespace types.String `tfsdk:"root_namespace"`
+	DomainSuffix  types.String `tfsdk:"domain_suffix"`
+	SystemHosts   types.List   `tfsdk:"system_hosts"` //< types.String
+}
+
+// workloadScopeResourceModel is the meshscope_workload_scope resource.
+type workloadScopeResourceModel struct {
+	ID                    types.String `tfsdk:"id"`
+	Namespace             types.String `tfsdk:"namespace"`
+	Name                  types.String `tfsdk:"name"`
+	WorkloadSelector      types.Map    `tfsdk:"workload_selector"` //< types.String
+	Dependencies          types.Set    `tfsdk:"dependencies"`      //< dependencyModel
+	Ingress               types.List   `tfsdk:"ingress"`           //< ingressModel
+	OutboundTrafficPolicy types.String `tfsdk:"outbound_traffic_policy"`
+	Manifest              types.String `tfsdk:"manifest"`
+	EgressHosts           types.List   `tfsdk:"egress_hosts"` //< types.String
+	ExpectedClusters      types.Int64  `tfsdk:"expected_clusters"`
+}
+
+// dependencyModel is one element of workload_scope.dependencies.
+type dependencyModel struct {
+	Service types.String `tfsdk:"service"`
+	Ports   types.Set    `tfsdk:"ports"` //< types.Int64
+}
+
+// ingressModel is one element of workload_scope.ingress.
+type ingressModel struct {
+	Port            types.Int64  `tfsdk:"port"`
+	Protocol        types.String `tfsdk:"protocol"`
+	DefaultEndpoint types.String `tfsdk:"default_endpoint"`
+}
+
+// proxyClustersDataSourceModel is the meshscope_proxy_clusters data source.
+type proxyClustersDataSourceModel struct {
+	Namespace     types.String `tfsdk:"namespace"`
+	Labels        types.Map    `tfsdk:"labels"`   //< types.String
+	Sidecars      types.List   `tfsdk:"sidecars"` //< types.String
+	Sidecar       types.String `tfsdk:"sidecar"`
+	Clusters      types.List   `tfsdk:"clusters"` //< types.String
+	ClusterCount  types.Int64  `tfsdk:"cluster_count"`
+	OutboundCount types.Int64  `tfsdk:"outbound_count"`
+	InboundCount  types.Int64  `tfsdk:"inbound_count"`
+	BaselineCount types.Int64  `tfsdk:"baseline_count"`
+	IstioctlCount types.Int64  `tfsdk:"istioctl_count"`
+}
+
+// inputsKnown reports whether every input attribute of the scope is known, so
+// that the computed attributes can be decided at plan time.
+func (m workloadScopeResourceModel) inputsKnown() bool {
+	return fullyKnown(m.Namespace) && fullyKnown(m.Name) && fullyKnown(m.WorkloadSelector) &&
+		fullyKnown(m.Dependencies) && fullyKnown(m.Ingress) && fullyKnown(m.OutboundTrafficPolicy)
+}
+
+// fullyKnown reports whether a value and everything nested in it is known.
+func fullyKnown(v attr.Value) bool {
+	if v.IsUnknown() {
+		return false
+	}
+	if v.IsNull() {
+		return true
+	}
+	var elems []attr.Value
+	switch x := v.(type) {
+	case basetypes.ListValue:
+		elems = x.Elements()
+	case basetypes.SetValue:
+		elems = x.Elements()
+	case basetypes.MapValue:
+		for _, e := range x.Elements() {
+			elems = append(elems, e)
+		}
+	case basetypes.ObjectValue:
+		for _, e := range x.Attributes() {
+			elems = append(elems, e)
+		}
+	}
+	for _, e := range elems {
+		if !fullyKnown(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// selector returns workload_selector as a Go map (nil when unset).
+func (m workloadScopeResourceModel) selector(ctx context.Context) (map[string]string, diag.Diagnostics) {
+	return stringMap(ctx, m.WorkloadSelector)
+}
+
+// declaration converts the known inputs into a compiler declaration. The
+// dependencies are sorted (by service, then ports) so that the declaration does
+// not depend on the order Terraform hands the set over in; deps[i] is the set
+// element behind Declaration.Dependencies[i], for diagnostics.
+func (m workloadScopeResourceModel) declaration(ctx context.Context) (scope.Declaration, []attr.Value, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	d := scope.Declaration{
+		Name:                  m.Name.ValueString(),
+		Namespace:             m.Namespace.ValueString(),
+		OutboundTrafficPolicy: m.OutboundTrafficPolicy.ValueString(),
+	}
+
+	sel, ds := m.selector(ctx)
+	diags.Append(ds...)
+	d.Selector = sel
+
+	type pair struct {
+		dep  scope.Dependency
+		elem attr.Value
+	}
+	var pairs []pair
+	for _, elem := range m.Dependencies.Elements() {
+		obj, ok := elem.(basetypes.ObjectValue)
+		if !ok {
+			diags.AddError("Unexpected Dependency Type",
+				"A dependencies element is not an object. Please report this issue to the provider developers.")
+			continue
+		}
+		var dm dependencyModel
+		diags.Append(obj.As(ctx, &dm, basetypes.ObjectAsOptions{})...)
+		dep := scope.Dependency{Service: dm.Service.ValueString()}
+		for _, p := range dm.Ports.Elements() {
+			if n, ok := p.(types.Int64); ok && !n.IsNull() && !n.IsUnknown() {
+				dep.Ports = append(dep.Ports, uint32(n.ValueInt64())) //nolint:gosec // validated to 1..65535
+			}
+		}
+		sort.Slice(dep.Ports, func(i, j int) bool { return dep.Ports[i] < dep.Ports[j] })
+		pairs = append(pairs, pair{dep: dep, elem: elem})
+	}
+	sort.SliceStable(pairs, func(i, j int) bool {
+		a, b := pairs[i].dep, pairs[j].dep
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		return portsKey(a.Ports) < portsKey(b.Ports)
+	})
+	elems := make([]attr.Value, len(pairs))
+	for i, p := range pairs {
+		d.Dependencies = append(d.Dependencies, p.dep)
+		elems[i] = p.elem
+	}
+
+	if !m.Ingress.IsNull() {
+		var ingress []ingressModel
+		diags.Append(m.Ingress.ElementsAs(ctx, &ingress, false)...)
+		for _, in := range ingress {
+			d.Ingress = append(d.Ingress, scope.Ingress{
+				Port:            uint32(in.Port.ValueInt64()), //nolint:gosec // validated to 1..65535
+				Protocol:        in.Protocol.ValueString(),
+				DefaultEndpoint: in.DefaultEndpoint.ValueString(),
+			})
+		}
+	}
+	return d, elems, diags
+}
+
+func portsKey(ports []uint32) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "%05d,", p)
+	}
+	return b.String()
+}
+
+// setCompiled stores the compiler's result and the predicted cluster count.
+func (m *workloadScopeResourceModel) setCompiled(res *scope.Result, expectedClusters int) diag.Diagnostics {
+	m.Name = types.StringValue(res.Name)
+	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + res.Name)
+	m.Manifest = types.StringValue(res.Manifest)
+	hosts, diags := types.ListValueFrom(context.Background(), types.StringType, sortedCopy(res.EgressHosts))
+	m.EgressHosts = hosts
+	m.ExpectedClusters = types.Int64Value(int64(expectedClusters))
+	return diags
+}
+
+// setComputedUnknown marks the values that cannot be decided yet as unknown.
+func (m *workloadScopeResourceModel) setComputedUnknown() {
+	m.Manifest = types.StringUnknown()
+	m.EgressHosts = types.ListUnknown(types.StringType)
+	m.ExpectedClusters = types.Int64Unknown()
+	if m.Name.IsUnknown() || m.Name.IsNull() {
+		m.Name = types.StringUnknown()
+		m.ID = types.StringUnknown()
+	} else {
+		m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.Name.ValueString())
+	}
+}
+
+// proxy returns the proxy the data source asks about.
+func (m proxyClustersDataSourceModel) proxy(ctx context.Context) (predict.Proxy, diag.Diagnostics) {
+	labels, diags := stringMap(ctx, m.Labels)
+	return predict.Proxy{Namespace: m.Namespace.ValueString(), Labels: labels}, diags
+}
+
+// setPrediction stores a prediction and the count for the same proxy without any Sidecar.
+func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result) diag.Diagnostics {
+	names, diags := types.ListValueFrom(context.Background(), types.StringType, res.Names())
+	m.Clusters = names
+	m.Sidecar = types.StringValue(res.Sidecar)
+	m.ClusterCount = types.Int64Value(int64(len(res.Clusters)))
+	m.OutboundCount = types.Int64Value(int64(res.Count(predict.Outbound)))
+	m.InboundCount = types.Int64Value(int64(res.Count(predict.Inbound)))
+	m.BaselineCount = types.Int64Value(int64(len(baseline.Clusters)))
+	m.IstioctlCount = types.Int64Value(int64(len(res.Clusters) + len(res.Bootstrap)))
+	return diags
+}
+
+// stringMap converts a map of strings; null gives nil.
+func stringMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
+	if m.IsNull() || m.IsUnknown() {
+		return nil, nil
+	}
+	out := map[string]string{}
+	diags := m.ElementsAs(ctx, &out, false)
+	return out, diags
+}
+
+// stringList converts a list of strings; null gives nil.
+func stringList(ctx context.Context, l types.List) ([]string, diag.Diagnostics) {
+	if l.IsNull() || l.IsUnknown() {
+		return nil, nil
+	}
+	var out []string
+	diags := l.ElementsAs(ctx, &out, false)
+	if out == nil {
+		out = []string{}
+	}
+	return out, diags
+}
+
+func sortedCopy(in []string) []string {
+	out := append([]string{}, in...)
+	sort.Strings(out)
+	return out
+}

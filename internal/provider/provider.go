@@ -1,0 +1,254 @@
+// Package provider wires meshscope into Terraform: schemas, models, plan-time
+// computation and diagnostics. The domain work happens in internal/mesh,
+// internal/scope and internal/predict.
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
+)
+
+var (
+	_ provider.Provider = (*meshscopeProvider)(nil)
+)
+
+// Defaults of the provider configuration.
+const (
+	DefaultIstioVersion = "1.31"
+)
+
+// InventorySource adds objects to the inventory when the provider is configured.
+// The offline `manifests` are one source; a live cluster is another kind that
+// plugs in the same way.
+type InventorySource interface {
+	// Name says where the objects come from, for logs.
+	Name() string
+	// Load adds the source's objects to inv. Diagnostics should name the
+	// provider attribute that configured the source.
+	Load(ctx context.Context, inv *mesh.Inventory) diag.Diagnostics
+}
+
+// New returns a constructor of the meshscope provider, as providerserver.Serve wants it.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider {
+		return &meshscopeProvider{version: version}
+	}
+}
+
+// NewWithSources returns a constructor of the meshscope provider that loads the
+// given sources after the configured ones. Tests inject fake inventories here.
+func NewWithSources(version string, sources ...InventorySource) func() provider.Provider {
+	return func() provider.Provider {
+		return &meshscopeProvider{version: version, sources: sources}
+	}
+}
+
+type meshscopeProvider struct {
+	version string
+	// sources are loaded after the configured sources.
+	sources []InventorySource
+}
+
+// providerData is handed to every resource and data source by Configure.
+type providerData struct {
+	// inv is nil while the inventory cannot be known (unknown manifests at plan time).
+	inv         *mesh.Inventory
+	predictOpts predict.Options
+	scopeOpts   scope.Options
+	// predictor predicts on inv as loaded.
+	predictor *predict.Predictor
+	// scopes records the workload scopes planned through this provider instance.
+	scopes *scopeRegistry
+}
+
+// known reports whether the inventory is known.
+func (d *providerData) known() bool { return d != nil && d.inv != nil }
+
+func (p *meshscopeProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "meshscope"
+	resp.Version = p.version
+}
+
+func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The meshscope provider compiles declared service dependencies into Istio `Sidecar` " +
+			"resources and predicts, at plan time, the Envoy clusters istiod pushes to each sidecar proxy. " +
+			"It works offline from Kubernetes and Istio YAML given in `manifests`.",
+		Attributes: map[string]schema.Attribute{
+			"manifests": schema.ListAttribute{
+				MarkdownDescription: "The offline inventory: a list of multi-document Kubernetes and Istio YAML strings " +
+					"(Namespaces, Services, Pods and workload controllers, ServiceEntries, DestinationRules, " +
+					"VirtualServices, Sidecars and the `istio` mesh ConfigMap). Other kinds are skipped. " +
+					"Typically `[for f in fileset(path.module, \"manifests/*.yaml\") : file(\"${path.module}/${f}\")]`.",
+				ElementType: types.StringType,
+				Optional:    true,
+			},
+			"istio_version": schema.StringAttribute{
+				MarkdownDescription: "The Istio release whose istiod behaviour is predicted, as `MAJOR.MINOR`. " +
+					"Defaults to `\"" + DefaultIstioVersion + "\"`.",
+				Optional:   true,
+				Validators: []validator.String{validators.IstioVersion()},
+			},
+			"root_namespace": schema.StringAttribute{
+				MarkdownDescription: "The Istio root namespace. Defaults to `rootNamespace` of the `istio` ConfigMap " +
+					"in `manifests`, else `" + mesh.DefaultRootNamespace + "`.",
+				Optional:   true,
+				Validators: []validator.String{validators.NamespaceName()},
+			},
+			"domain_suffix": schema.StringAttribute{
+				MarkdownDescription: "The cluster DNS domain suffix. Defaults to `" + mesh.DefaultDomainSuffix + "`.",
+				Optional:            true,
+				Validators:          []validator.String{validators.DNSName()},
+			},
+			"system_hosts": schema.ListAttribute{
+				MarkdownDescription: "Sidecar egress hosts added to every workload scope, in `namespace/dnsName` form. " +
+					"Defaults to `[\"<root_namespace>/*\"]`, that is `[\"istio-system/*\"]`. An empty list adds none.",
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators: []validator.List{
+					listvalidator.ValueStringsAre(validators.EgressHost()),
+				},
+			},
+		},
+	}
+}
+
+func (p *meshscopeProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerConfigModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	data := &providerData{scopes: newScopeRegistry()}
+	data.predictOpts = predict.Options{
+		IstioVersion: stringOr(cfg.IstioVersion, DefaultIstioVersion),
+		DomainSuffix: stringOr(cfg.DomainSuffix, mesh.DefaultDomainSuffix),
+	}
+	data.scopeOpts = scope.Options{DomainSuffix: data.predictOpts.DomainSuffix}
+
+	resp.DataSourceData = data
+	resp.ResourceData = data
+
+	sources, known := p.configuredSources(cfg)
+	if !known || cfg.IstioVersion.IsUnknown() || cfg.DomainSuffix.IsUnknown() ||
+		cfg.RootNamespace.IsUnknown() || !fullyKnown(cfg.SystemHosts) {
+		// Values that depend on the inventory stay unknown until apply.
+		tflog.Debug(ctx, "meshscope inventory is not known yet; plan-time values stay unknown")
+		return
+	}
+
+	inv := mesh.New()
+	for _, src := range append(sources, p.sources...) {
+		resp.Diagnostics.Append(src.Load(ctx, inv)...)
+		tflog.Debug(ctx, "loaded meshscope inventory source", map[string]any{"source": src.Name()})
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	if !cfg.RootNamespace.IsNull() {
+		inv.Mesh.RootNamespace = cfg.RootNamespace.ValueString()
+	}
+	if cfg.SystemHosts.IsNull() {
+		data.scopeOpts.SystemHosts = []string{inv.Mesh.RootNamespace + "/*"}
+	} else {
+		hosts, diags := stringList(ctx, cfg.SystemHosts)
+		resp.Diagnostics.Append(diags...)
+		data.scopeOpts.SystemHosts = hosts
+	}
+
+	pr, err := predict.New(inv, data.predictOpts)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(
+			path.Root("manifests"),
+			"Inventory Not Usable",
+			"The inventory loaded from the provider configuration cannot be indexed for prediction. "+
+				"Fix the object named below in the manifests.\n\n"+
+				fmt.Sprintf("Original Error: %s", err),
+		)
+		return
+	}
+	data.inv = inv
+	data.predictor = pr
+
+	tflog.Info(ctx, "configured meshscope inventory", map[string]any{
+		"namespaces":     len(inv.NamespaceNames()),
+		"services":       len(inv.Services),
+		"workloads":      len(inv.Workloads),
+		"sidecars":       len(inv.Sidecars),
+		"root_namespace": inv.Mesh.RootNamespace,
+		"istio_version":  data.predictOpts.IstioVersion,
+	})
+}
+
+// configuredSources returns the inventory sources the configuration names, and
+// whether all of them are known. A `kubernetes` block will add a live source here.
+func (p *meshscopeProvider) configuredSources(cfg providerConfigModel) ([]InventorySource, bool) {
+	if !fullyKnown(cfg.Manifests) {
+		return nil, false
+	}
+	var docs []string
+	for _, v := range cfg.Manifests.Elements() {
+		s, ok := v.(types.String)
+		if !ok {
+			continue
+		}
+		docs = append(docs, s.ValueString())
+	}
+	return []InventorySource{manifestsSource{docs: docs}}, true
+}
+
+func (p *meshscopeProvider) Resources(_ context.Context) []func() resource.Resource {
+	return []func() resource.Resource{
+		NewWorkloadScopeResource,
+	}
+}
+
+func (p *meshscopeProvider) DataSources(_ context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{
+		NewProxyClustersDataSource,
+	}
+}
+
+// manifestsSource is the offline inventory of the `manifests` attribute.
+type manifestsSource struct {
+	docs []string
+}
+
+func (s manifestsSource) Name() string { return "manifests" }
+
+func (s manifestsSource) Load(_ context.Context, inv *mesh.Inventory) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for i, doc := range s.docs {
+		source := fmt.Sprintf("manifests[%d]", i)
+		if err := inv.AddYAML(source, []byte(doc)); err != nil {
+			diags.Append(manifestDiagnostic(path.Root("manifests").AtListIndex(i), source, err))
+		}
+	}
+	return diags
+}
+
+// stringOr returns the string value, or def when it is null or empty.
+func stringOr(v types.String, def string) string {
+	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
+		return def
+	}
+	return v.ValueString()
+}

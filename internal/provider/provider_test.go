@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+)
+
+// testProtoV6ProviderFactories serves the provider in-process for terraform-plugin-testing.
+var testProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"meshscope": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// seedDir returns the absolute path of the seed inventory, examples/seed/manifests,
+// found relative to this package's directory.
+func seedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "seed", "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("seed manifests: %v", err)
+	}
+	return dir
+}
+
+// seedSidecarFile returns the absolute path of the seed's Sidecar for foo/test-app
+// (ingress 80, egress istio-system/*).
+func seedSidecarFile(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", "seed-sidecar-foo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// seedProvider is a provider block over the seed inventory. extra are more HCL
+// expressions appended to the manifests list; settings are more provider arguments.
+func seedProvider(t *testing.T, extra []string, settings ...string) string {
+	t.Helper()
+	manifests := fmt.Sprintf("[for f in fileset(%q, \"*.yaml\") : file(\"%s/${f}\")]", seedDir(t), seedDir(t))
+	if len(extra) > 0 {
+		manifests = fmt.Sprintf("concat(%s, [%s])", manifests, strings.Join(extra, ", "))
+	}
+	return fmt.Sprintf("provider \"meshscope\" {\n  manifests = %s\n  %s\n}\n", manifests, strings.Join(settings, "\n  "))
+}
+
+// heredoc quotes YAML as an HCL heredoc expression.
+func heredoc(yaml string) string {
+	return "<<-EOT\n" + yaml + "\nEOT\n"
+}
+
+// seedClusters are the CDS clusters of foo/test-app under the seed Sidecar
+// (ingress 80, egress istio-system/*), sorted.
+func seedClusters() []string {
+	out := []string{
+		"BlackHoleCluster",
+		"InboundPassthroughCluster",
+		"PassthroughCluster",
+		"inbound|80||",
+		"outbound|15010||istiod.istio-system.svc.cluster.local",
+		"outbound|15012||istiod.istio-system.svc.cluster.local",
+		"outbound|15014||istiod.istio-system.svc.cluster.local",
+		"outbound|443||istiod.istio-system.svc.cluster.local",
+		"outbound|15012||istio-ingressgateway.istio-system.svc.cluster.local",
+		"outbound|15021||istio-ingressgateway.istio-system.svc.cluster.local",
+		"outbound|15443||istio-ingressgateway.istio-system.svc.cluster.local",
+		"outbound|443||istio-ingressgateway.istio-system.svc.cluster.local",
+		"outbound|80||istio-ingressgateway.istio-system.svc.cluster.local",
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fakeSource is an InventorySource that adds YAML read from disk, as a live
+// cluster source would add what it lists.
+type fakeSource struct {
+	dir string
+}
+
+func (s fakeSource) Name() string { return "fake" }
+
+func (s fakeSource) Load(_ context.Context, inv *mesh.Inventory) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if err := inv.LoadPaths([]string{s.dir}, nil); err != nil {
+		diags.AddError("Fake Source Failed", err.Error())
+	}
+	return diags
+}
+
+func TestProvider_inventorySource(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+			"meshscope": providerserver.NewProtocol6WithError(NewWithSources("test", fakeSource{dir: seedDir(t)})()),
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: `
+provider "meshscope" {}
+
+data "meshscope_proxy_clusters" "foo" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(19)),
+				},
+			},
+		},
+	})
+}
+
+func TestProvider_systemHostsAndRootNamespace(t *testing.T) {
+	scope := `
+resource "meshscope_workload_scope" "foo" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+  ingress           = [{ port = 80, protocol = "HTTP", default_endpoint = "127.0.0.1:80" }]
+}
+`
+	cases := []struct {
+		name     string
+		settings []string
+		hosts    []string
+		clusters int64
+	}{
+		// No system host: the Sidecar imports nothing; inbound 80 and the 3 fixed clusters remain.
+		{"no system hosts", []string{"system_hosts = []"}, []string{"~/*"}, 4},
+		// Only istiod: its 4 ports.
+		{"one system host", []string{`system_hosts = ["istio-system/istiod.istio-system.svc.cluster.local"]`},
+			[]string{"istio-system/istiod.istio-system.svc.cluster.local"}, 8},
+		// The default system host follows the root namespace: kube-system's 3 services.
+		{"root namespace", []string{`root_namespace = "kube-system"`}, []string{"kube-system/*"}, 7},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var hosts []knownvalue.Check
+			for _, h := range tc.hosts {
+				hosts = append(hosts, knownvalue.StringExact(h))
+			}
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+				Steps: []resource.TestStep{
+					{
+						Config: seedProvider(t, nil, tc.settings...) + scope,
+						ConfigPlanChecks: resource.ConfigPlanChecks{
+							PreApply: []plancheck.PlanCheck{
+								plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("egress_hosts"), knownvalue.ListExact(hosts)),
+								plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("expected_clusters"), knownvalue.Int64Exact(tc.clusters)),
+							},
+						},
+					},
+				},
+			})
+		})
+	}
+}

@@ -1,0 +1,478 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
+)
+
+var (
+	_ resource.Resource               = (*workloadScopeResource)(nil)
+	_ resource.ResourceWithConfigure  = (*workloadScopeResource)(nil)
+	_ resource.ResourceWithModifyPlan = (*workloadScopeResource)(nil)
+)
+
+// NewWorkloadScopeResource returns the meshscope_workload_scope resource.
+func NewWorkloadScopeResource() resource.Resource {
+	return &workloadScopeResource{}
+}
+
+type workloadScopeResource struct {
+	data *providerData
+}
+
+// ingressProtocols are the Sidecar ingress listener protocols Istio accepts.
+var ingressProtocols = []string{"HTTP", "HTTPS", "HTTP2", "GRPC", "GRPC-WEB", "TCP", "TLS", "MONGO", "MYSQL", "REDIS"}
+
+func (r *workloadScopeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_workload_scope"
+}
+
+func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Declares what one workload (or a whole namespace) calls, and compiles it into the smallest " +
+			"Istio `Sidecar` that still lets every declared call through. The `manifest`, `egress_hosts` and " +
+			"`expected_clusters` are computed at plan time from the provider's inventory, so a reviewer sees the " +
+			"Sidecar and the Envoy cluster count the workload will get before anything is applied. With no cluster " +
+			"configured, the scope lives in the Terraform state only; feed `manifest` to outputs or to GitOps.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The Sidecar's `namespace/name`.",
+				Computed:            true,
+			},
+			"namespace": schema.StringAttribute{
+				MarkdownDescription: "The namespace of the workload and of the Sidecar. Changing it replaces the scope.",
+				Required:            true,
+				PlanModifiers: []planmodifier.String{
+					stringplanmodifier.RequiresReplace(),
+				},
+				Validators: []validator.String{validators.NamespaceName()},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "The Sidecar's `metadata.name`. Defaults to a deterministic name derived from " +
+					"`workload_selector` (or `default` for a namespace-wide scope). Changing it replaces the scope.",
+				Optional:   true,
+				Computed:   true,
+				Validators: []validator.String{validators.ObjectName()},
+			},
+			"workload_selector": schema.MapAttribute{
+				MarkdownDescription: "Pod labels that select the workload, like the Sidecar's `workloadSelector.labels`. " +
+					"Leave it out for the namespace default, which applies to every workload of the namespace " +
+					"that no selecting Sidecar covers.",
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators:  []validator.Map{validators.Labels()},
+			},
+			"dependencies": schema.SetNestedAttribute{
+				MarkdownDescription: "The services the workload calls. The provider's `system_hosts` are always added.",
+				Optional:            true,
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"service": schema.StringAttribute{
+							MarkdownDescription: "A Kubernetes service as `name.namespace`, a bare `name` in the scope's " +
+								"namespace, or `name.namespace.svc.cluster.local`; a ServiceEntry host such as " +
+								"`api.example.com`; or a whole namespace as `namespace/*`.",
+							Required:   true,
+							Validators: []validator.String{validators.DependencyHost()},
+						},
+						"ports": schema.SetAttribute{
+							MarkdownDescription: "The service ports called. When every dependency lists its ports, the " +
+								"Sidecar is port-level and the proxy gets only those clusters. Leave it out to allow every port.",
+							ElementType: types.Int64Type,
+							Optional:    true,
+							Validators: []validator.Set{
+								setvalidator.ValueInt64sAre(int64validator.Between(1, 65535)),
+							},
+						},
+					},
+				},
+			},
+			"ingress": schema.ListNestedAttribute{
+				MarkdownDescription: "Sidecar ingress listeners: the ports the workload serves on.",
+				Optional:            true,
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"port": schema.Int64Attribute{
+							MarkdownDescription: "The port the listener accepts traffic on.",
+							Required:            true,
+							Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+						},
+						"protocol": schema.StringAttribute{
+							MarkdownDescription: "The listener protocol: one of `" + strings.Join(ingressProtocols, "`, `") + "`.",
+							Required:            true,
+							Validators:          []validator.String{stringvalidator.OneOf(ingressProtocols...)},
+						},
+						"default_endpoint": schema.StringAttribute{
+							MarkdownDescription: "Where the sidecar forwards the traffic: `127.0.0.1:PORT`, " +
+								"`0.0.0.0:PORT` or `unix:///path`.",
+							Optional:   true,
+							Validators: []validator.String{validators.DefaultEndpoint()},
+						},
+					},
+				},
+			},
+			"outbound_traffic_policy": schema.StringAttribute{
+				MarkdownDescription: "The Sidecar's outbound traffic policy: `ALLOW_ANY` or `REGISTRY_ONLY`. " +
+					"Leave it out to inherit the mesh config.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf("ALLOW_ANY", "REGISTRY_ONLY")},
+			},
+			"manifest": schema.StringAttribute{
+				MarkdownDescription: "The compiled `networking.istio.io/v1` Sidecar as YAML, byte-identical from run to run. " +
+					"Known at plan time.",
+				Computed: true,
+			},
+			"egress_hosts": schema.ListAttribute{
+				MarkdownDescription: "The Sidecar's egress hosts, sorted. Known at plan time.",
+				ElementType:         types.StringType,
+				Computed:            true,
+			},
+			"expected_clusters": schema.Int64Attribute{
+				MarkdownDescription: "The number of Envoy CDS clusters istiod is predicted to push to the selected " +
+					"workloads once the Sidecar applies (the largest over the selected workloads of the inventory, or " +
+					"for a pod with the selector labels when the inventory has none). Known at plan time.",
+				Computed: true,
+			},
+		},
+	}
+}
+
+func (r *workloadScopeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	// Always perform a nil check when handling ProviderData because Terraform
+	// sets that data after it calls the ConfigureProvider RPC.
+	if req.ProviderData == nil {
+		return
+	}
+
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError(
+			"Unexpected Resource Configure Type",
+			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", req.ProviderData),
+		)
+		return
+	}
+
+	r.data = data
+}
+
+func (r *workloadScopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	// Plan does not need to be modified when the resource is being destroyed.
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+
+	// Create and update are planned alike, and there is no no-op shortcut: the
+	// inventory can change while the configuration does not, and the computed
+	// values must follow it. They are a pure function of both, so an unchanged
+	// inventory and configuration give back exactly the state, an empty plan.
+
+	var plan workloadScopeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	var state *workloadScopeResourceModel
+	if !req.State.Raw.IsNull() {
+		state = &workloadScopeResourceModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+
+	// The name is an input when configured; otherwise the compiler derives it.
+	var configName types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("name"), &configName)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.Name = configName
+
+	// Only known inputs are used. A value that cannot be known yet stays unknown.
+	if !r.data.known() || !plan.inputsKnown() {
+		plan.setComputedUnknown()
+		// A derived name depends on the selector only: keep it while that is unchanged.
+		if configName.IsNull() && state != nil && sameSelection(ctx, plan, *state) {
+			plan.Name = state.Name
+			plan.ID = state.ID
+		}
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+
+	resp.Diagnostics.Append(r.compile(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	// On update, the Sidecar's name is its identity: a new name is a new object.
+	if state != nil && !state.Name.IsNull() && !state.Name.IsUnknown() && !state.Name.Equal(plan.Name) {
+		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("name"))
+	}
+
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *workloadScopeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan workloadScopeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	resp.Diagnostics.Append(r.completeAtApply(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	// With no cluster configured, the scope lives in the Terraform state only.
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *workloadScopeResource) Read(_ context.Context, _ resource.ReadRequest, _ *resource.ReadResponse) {
+	// The scope lives in the state only: there is nothing outside it to read back.
+	// Changes of the inventory show up in the next plan, which recomputes everything.
+}
+
+func (r *workloadScopeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan workloadScopeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	resp.Diagnostics.Append(r.completeAtApply(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *workloadScopeResource) Delete(_ context.Context, _ resource.DeleteRequest, _ *resource.DeleteResponse) {
+	// Nothing to delete outside the state; the framework removes the resource from it.
+}
+
+// compile resolves the scope's declaration against the inventory, checks it for
+// conflicts and fills in the computed attributes. It is a pure function of the
+// known inputs and the inventory.
+func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeResourceModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	decl, deps, ds := m.declaration(ctx)
+	diags.Append(ds...)
+	if diags.HasError() {
+		return diags
+	}
+
+	res, problems := scope.Compile(r.data.inv, decl, r.data.scopeOpts)
+	addProblems(&diags, problems, deps)
+	if diags.HasError() {
+		return diags
+	}
+	if res == nil || res.Sidecar == nil {
+		diags.AddError("Scope Not Compiled",
+			fmt.Sprintf("The scope %s in namespace %q produced no Sidecar and no error. "+
+				"Please report this issue to the provider developers.", decl.Name, decl.Namespace))
+		return diags
+	}
+
+	// Conflicts with other scopes of this configuration, then with the inventory's Sidecars.
+	clashes := r.data.scopes.claim(r.data.inv, decl.Namespace, plannedScope{
+		Name: res.Name, Selector: decl.Selector, Fingerprint: res.Manifest,
+	})
+	for _, c := range clashes {
+		addClash(&diags, decl, res.Name, c)
+	}
+	addProblems(&diags, scope.Conflicts(r.data.inv, res.Sidecar), deps)
+	if diags.HasError() {
+		return diags
+	}
+
+	expected, err := expectedClusters(r.data, decl, res)
+	if err != nil {
+		diags.AddError("Cluster Prediction Failed",
+			fmt.Sprintf("The clusters of the workloads selected by %s/%s cannot be predicted. "+
+				"Check the inventory given in the provider's manifests.\n\nOriginal Error: %s", decl.Namespace, res.Name, err))
+		return diags
+	}
+	tflog.Debug(ctx, "compiled workload scope", map[string]any{
+		"id": decl.Namespace + "/" + res.Name, "egress_hosts": strings.Join(res.EgressHosts, ","), "expected_clusters": expected,
+	})
+	diags.Append(m.setCompiled(res, expected)...)
+	return diags
+}
+
+// completeAtApply computes what the plan left unknown, which happens only when
+// the final plan still lacked the inventory.
+func (r *workloadScopeResource) completeAtApply(ctx context.Context, m *workloadScopeResourceModel) diag.Diagnostics {
+	if !m.Manifest.IsUnknown() && !m.ExpectedClusters.IsUnknown() && !m.EgressHosts.IsUnknown() && !m.Name.IsUnknown() {
+		return nil
+	}
+	var diags diag.Diagnostics
+	if !r.data.known() {
+		diags.AddError("Inventory Unknown At Apply",
+			"The provider's manifests were still unknown when the scope was applied, so its Sidecar cannot be compiled. "+
+				"Make the manifests known at plan time (for example from files) or apply in two steps with -target.")
+		return diags
+	}
+	if m.Name.IsUnknown() {
+		m.Name = types.StringNull()
+	}
+	return r.compile(ctx, m)
+}
+
+// sameSelection reports whether the plan selects what the state selected, so that
+// a derived name can be carried over while other values are still unknown.
+func sameSelection(ctx context.Context, plan, state workloadScopeResourceModel) bool {
+	if !fullyKnown(plan.WorkloadSelector) || !fullyKnown(plan.Namespace) {
+		return false
+	}
+	a, d1 := plan.selector(ctx)
+	b, d2 := state.selector(ctx)
+	if d1.HasError() || d2.HasError() || len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return plan.Namespace.Equal(state.Namespace)
+}
+
+// expectedClusters predicts the CDS cluster count of the workloads the scope
+// selects once its Sidecar applies: the largest over the selected workloads of
+// the inventory, or for a pod with the selector labels when none is there.
+func expectedClusters(d *providerData, decl scope.Declaration, res *scope.Result) (int, error) {
+	pr, err := predict.New(d.inv.WithSidecars(res.Sidecar), d.predictOpts)
+	if err != nil {
+		return 0, err
+	}
+	var proxies []predict.Proxy
+	for _, w := range pr.WorkloadProxies() {
+		if w.Namespace == decl.Namespace && scope.Selects(decl.Selector, w.Labels) {
+			proxies = append(proxies, predict.Proxy{Namespace: w.Namespace, Labels: w.Labels})
+		}
+	}
+	if len(proxies) == 0 {
+		labels := map[string]string{}
+		for k, v := range decl.Selector {
+			labels[k] = v
+		}
+		proxies = append(proxies, predict.Proxy{Namespace: decl.Namespace, Labels: labels})
+	}
+
+	// Prefer the workloads this Sidecar governs: a namespace default yields to
+	// selecting Sidecars for the workloads those select.
+	key := decl.Namespace + "/" + res.Name
+	governed, largest := -1, 0
+	for _, p := range proxies {
+		out := pr.Predict(p)
+		n := len(out.Clusters)
+		if n > largest {
+			largest = n
+		}
+		if out.Sidecar == key && n > governed {
+			governed = n
+		}
+	}
+	if governed >= 0 {
+		return governed, nil
+	}
+	return largest, nil
+}
+
+// addProblems maps compiler problems onto the scope's attributes. deps[i] is the
+// dependencies set element behind Declaration.Dependencies[i].
+func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.Value) {
+	for _, pb := range problems {
+		p, ok := problemPath(pb, deps)
+		switch {
+		case !ok && pb.Warning:
+			diags.AddWarning(pb.Summary, pb.Detail)
+		case !ok:
+			diags.AddError(pb.Summary, pb.Detail)
+		case pb.Warning:
+			diags.AddAttributeWarning(p, pb.Summary, pb.Detail)
+		default:
+			diags.AddAttributeError(p, pb.Summary, pb.Detail)
+		}
+	}
+}
+
+// problemPath returns the attribute path a problem belongs to.
+func problemPath(pb scope.Problem, deps []attr.Value) (path.Path, bool) {
+	if pb.Attribute == "" {
+		return path.Empty(), false
+	}
+	p := path.Root(pb.Attribute)
+	switch pb.Attribute {
+	case scope.AttrDependencies:
+		if pb.Index >= 0 && pb.Index < len(deps) {
+			p = p.AtSetValue(deps[pb.Index])
+		}
+	case scope.AttrIngress:
+		if pb.Index >= 0 {
+			p = p.AtListIndex(pb.Index)
+		}
+	case scope.AttrWorkloadSelector:
+		if pb.Key != "" {
+			p = p.AtMapKey(pb.Key)
+		}
+	}
+	return p, true
+}
+
+// addClash reports a scope of this configuration that selects what this one selects.
+func addClash(diags *diag.Diagnostics, decl scope.Declaration, name string, c scopeClash) {
+	if c.SameName {
+		diags.AddAttributeError(path.Root("name"),
+			"Duplicate Scope Name",
+			fmt.Sprintf("Another meshscope_workload_scope also compiles to the Sidecar \"%s/%s\" (selector %s), "+
+				"with a different declaration. Give one of the two scopes its own `name`, or merge them.",
+				decl.Namespace, name, formatSelector(c.Other.Selector)))
+		return
+	}
+	what := fmt.Sprintf("every pod labelled %s", formatSelector(unionLabels(decl.Selector, c.Other.Selector)))
+	if c.Workload != "" {
+		what = "the " + c.Workload
+	}
+	diags.AddAttributeError(path.Root("workload_selector"),
+		"Workload Selected By Two Scopes",
+		fmt.Sprintf("This scope (Sidecar \"%s/%s\", selector %s) and the scope \"%s/%s\" (selector %s) both select %s "+
+			"in namespace %q. Istio applies one Sidecar per workload and ignores the other (istioctl analyze IST0110). "+
+			"Narrow workload_selector so that each workload is selected by one scope, or merge the two scopes.",
+			decl.Namespace, name, formatSelector(decl.Selector), decl.Namespace, c.Other.Name,
+			formatSelector(c.Other.Selector), what, decl.Namespace))
+}
+
+func unionLabels(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
