@@ -14,14 +14,6 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
-// DiffRow is one workload whose predicted cluster list changes.
-type DiffRow struct {
-	Namespace string `json:"namespace"`
-	Workload  string `json:"workload"`
-	predict.Delta
-	Risks []string `json:"risks"`
-}
-
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -77,7 +69,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if rows == nil {
-			rows = []DiffRow{}
+			rows = []predict.WorkloadReview{}
 		}
 		if err := enc.Encode(rows); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
@@ -96,7 +88,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // Diff predicts every workload of both inventories and returns those whose
 // cluster list changes, sorted by namespace and workload.
-func Diff(base, head *predict.Predictor) []DiffRow {
+func Diff(base, head *predict.Predictor) []predict.WorkloadReview {
 	type key struct{ ns, kind, name string }
 	seen := map[key]predict.WorkloadProxy{}
 	var keys []key
@@ -119,36 +111,21 @@ func Diff(base, head *predict.Predictor) []DiffRow {
 		}
 		return a.kind < b.kind
 	})
-	var rows []DiffRow
+	var rows []predict.WorkloadReview
 	for _, k := range keys {
-		w := seen[k]
-		before := base.Predict(w.Proxy())
-		after := head.Predict(w.Proxy())
-		d := predict.Compare(before, after)
-		if !d.Changed() {
-			continue
+		if rv := predict.Review(base, head, seen[k]); rv.Changed() {
+			rows = append(rows, rv)
 		}
-		rows = append(rows, DiffRow{Namespace: k.ns, Workload: k.kind + "/" + k.name, Delta: d, Risks: Risks(base, head, before, after, d)})
 	}
 	return rows
 }
 
-// Risks flags tightenings that the mesh configuration itself says are unsafe.
-func Risks(base, head *predict.Predictor, before, after *predict.Result, d predict.Delta) []string {
-	risks := []string{}
-	routed := map[string]bool{}
-	for _, h := range head.RoutedHosts(after) {
-		routed[h] = true
+func riskMessages(rs []predict.Risk) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Message
 	}
-	for _, h := range d.RemovedHosts {
-		if routed[h] {
-			risks = append(risks, fmt.Sprintf("drops %s, a destination of a VirtualService still in scope", h))
-		}
-	}
-	if head.RootNamespaceHasServices() && base.HasRootNamespaceHosts(before) && !head.HasRootNamespaceHosts(after) {
-		risks = append(risks, fmt.Sprintf("no service of the root namespace %q is left in scope: telemetry and tracing are at risk", head.RootNamespace()))
-	}
-	return risks
+	return out
 }
 
 func hostList(h []string) string {
@@ -165,7 +142,7 @@ func signed(n int) string {
 	return strconv.Itoa(n)
 }
 
-func writeDiffTable(w io.Writer, rows []DiffRow) {
+func writeDiffTable(w io.Writer, rows []predict.WorkloadReview) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "No proxy's cluster list changes.")
 		return
@@ -175,7 +152,7 @@ func writeDiffTable(w io.Writer, rows []DiffRow) {
 	for _, r := range rows {
 		risk := "-"
 		if len(r.Risks) > 0 {
-			risk = strings.Join(r.Risks, "; ")
+			risk = strings.Join(riskMessages(r.Risks), "; ")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.After-r.Before),
 			hostList(r.AddedHosts), hostList(r.RemovedHosts), risk)
@@ -183,7 +160,7 @@ func writeDiffTable(w io.Writer, rows []DiffRow) {
 	_ = tw.Flush()
 }
 
-func writeDiffMarkdown(w io.Writer, rows []DiffRow) {
+func writeDiffMarkdown(w io.Writer, rows []predict.WorkloadReview) {
 	fmt.Fprintln(w, "### meshscope: predicted Envoy cluster changes")
 	fmt.Fprintln(w)
 	if len(rows) == 0 {
@@ -197,7 +174,7 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow) {
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s |\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.After-r.Before),
 			mdHosts(r.AddedHosts), mdHosts(r.RemovedHosts))
 		for _, k := range r.Risks {
-			risky = append(risky, fmt.Sprintf("- :warning: `%s/%s` %s", r.Namespace, r.Workload, k))
+			risky = append(risky, fmt.Sprintf("- :warning: `%s/%s` %s", r.Namespace, r.Workload, k.Message))
 		}
 	}
 	if len(risky) > 0 {

@@ -137,3 +137,51 @@ func (p *Predictor) RootNamespaceHasServices() bool {
 	}
 	return false
 }
+
+// Risk kinds.
+const (
+	RiskVirtualServiceDestination = "virtual_service_destination"
+	RiskRootNamespace             = "root_namespace"
+)
+
+// Risk is a tightening that the mesh configuration itself says is unsafe.
+type Risk struct {
+	Kind    string `json:"kind"`
+	Host    string `json:"host,omitempty"`
+	Message string `json:"message"`
+}
+
+// WorkloadReview is one workload's predicted change between two inventories.
+type WorkloadReview struct {
+	Namespace string `json:"namespace"`
+	// Workload is "Kind/name".
+	Workload string `json:"workload"`
+	Delta
+	Risks []Risk `json:"risks"`
+}
+
+// Review predicts the workload under base and under head and compares them.
+func Review(base, head *Predictor, w WorkloadProxy) WorkloadReview {
+	before := base.Predict(w.Proxy())
+	after := head.Predict(w.Proxy())
+	d := Compare(before, after)
+	rv := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: d, Risks: []Risk{}}
+	if !d.Changed() {
+		return rv
+	}
+	routed := map[string]bool{}
+	for _, h := range head.RoutedHosts(after) {
+		routed[h] = true
+	}
+	for _, h := range d.RemovedHosts {
+		if routed[h] {
+			rv.Risks = append(rv.Risks, Risk{Kind: RiskVirtualServiceDestination, Host: h,
+				Message: "drops " + h + ", a destination of a VirtualService still in scope"})
+		}
+	}
+	if head.RootNamespaceHasServices() && base.HasRootNamespaceHosts(before) && !head.HasRootNamespaceHosts(after) {
+		rv.Risks = append(rv.Risks, Risk{Kind: RiskRootNamespace,
+			Message: "no service of the root namespace \"" + head.RootNamespace() + "\" is left in scope: telemetry and tracing are at risk"})
+	}
+	return rv
+}

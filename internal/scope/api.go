@@ -39,6 +39,9 @@ type Options struct {
 	// (the root namespace); an empty non-nil slice adds none.
 	SystemHosts  []string
 	DomainSuffix string
+	// IstioVersion is "MAJOR.MINOR" of the target release; "" means the newest.
+	// It decides whether "~" exclusions in system hosts are understood (1.31+).
+	IstioVersion string
 }
 
 // Attribute names used in Problem.Attribute, matching the Terraform schema.
@@ -49,6 +52,10 @@ const (
 	AttrDependencies          = "dependencies"
 	AttrIngress               = "ingress"
 	AttrOutboundTrafficPolicy = "outbound_traffic_policy"
+	// AttrNone marks a problem of the scope as a whole.
+	AttrNone = ""
+	// AttrSystemHosts is the provider's system_hosts attribute.
+	AttrSystemHosts = "system_hosts"
 )
 
 // Problem is a diagnostic tied to one input attribute.

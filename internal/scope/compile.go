@@ -33,9 +33,14 @@ type Result struct {
 
 // target is a resolved dependency.
 type target struct {
+	index int
 	host  string // egress host entry "ns/name"
 	proto map[uint32]string
 	ports []uint32
+	// aliasOf is the external name of an ExternalName Service.
+	aliasOf string
+	// unexposed are declared ports of a "ns/*" dependency that no service there exposes.
+	unexposed []uint32
 }
 
 // Compile resolves the declaration against the inventory and emits the smallest
@@ -118,6 +123,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	var targets []target
 	for i, dep := range d.Dependencies {
 		t, p := r.resolve(dep)
+		t.index = i
 		if p != nil {
 			p.Index = i
 			p.Attribute = AttrDependencies
@@ -132,13 +138,49 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 		}
 	}
 
+	root := inv.Mesh.RootNamespace
+	if root == "" {
+		root = mesh.DefaultRootNamespace
+	}
 	system := opts.SystemHosts
 	if system == nil {
-		root := inv.Mesh.RootNamespace
-		if root == "" {
-			root = mesh.DefaultRootNamespace
-		}
 		system = []string{root + "/*"}
+	}
+	probs = append(probs, ValidateSystemHosts(system, opts.IstioVersion)...)
+	for _, p := range probs {
+		if !p.Warning {
+			return nil, probs
+		}
+	}
+	imported := slices.Clone(system)
+	for _, t := range targets {
+		imported = append(imported, t.host)
+	}
+	if !coversNamespace(imported, root) {
+		probs = append(probs, Problem{Attribute: AttrNone, Index: -1, Warning: true, Summary: "System Hosts Missing",
+			Detail: fmt.Sprintf("The scope imports no service of the mesh root namespace %q (the provider's system_hosts are %q). "+
+				"Proxies reach istiod, telemetry and tracing through it; without it they are at risk. Add \"%s/*\" to system_hosts, "+
+				"or declare those services as dependencies.", root, system, root)})
+	}
+	policy := d.OutboundTrafficPolicy
+	if policy == "" {
+		policy = inv.Mesh.OutboundTrafficPolicy
+	}
+	if policy == "REGISTRY_ONLY" {
+		for _, t := range targets {
+			if t.aliasOf != "" && !r.seCovers(t.aliasOf) {
+				probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "External Host Not In Registry",
+					Detail: fmt.Sprintf("The dependency %q is an ExternalName alias for %q, and the outbound traffic policy is REGISTRY_ONLY, "+
+						"but no ServiceEntry covers %q: calls to it will be blocked. Add a ServiceEntry for %q.", d.Dependencies[t.index].Service, t.aliasOf, t.aliasOf, t.aliasOf)})
+			}
+		}
+	}
+	for _, t := range targets {
+		for _, p := range t.unexposed {
+			probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "Port Not Exposed",
+				Detail: fmt.Sprintf("The dependency %q declares port %d, but no service in namespace %q exposes it, so the port imports nothing.",
+					d.Dependencies[t.index].Service, p, strings.TrimSuffix(t.host, "/*"))})
+		}
 	}
 	egress := buildEgress(targets, system)
 
@@ -372,10 +414,16 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 		if !slices.Contains(r.inv.NamespaceNames(), ns) {
 			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, suggest(s, r.knownNames()))
 		}
+		t := target{host: ns + "/*"}
 		if len(dep.Ports) > 0 {
-			return target{host: ns + "/*", ports: dep.Ports, proto: map[uint32]string{}}, nil
+			t.ports, t.proto = dep.Ports, map[uint32]string{}
+			for _, p := range dep.Ports {
+				if !r.namespaceExposes(ns, p) {
+					t.unexposed = append(t.unexposed, p)
+				}
+			}
 		}
-		return target{host: ns + "/*"}, nil
+		return t, nil
 	}
 	host := strings.TrimSuffix(strings.ToLower(s), ".")
 	wild := strings.HasPrefix(host, "*.")
@@ -423,6 +471,9 @@ func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (ta
 			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, mesh.ExportToAnnotation, r.ns)}
 	}
 	t := target{host: svc.Namespace + "/" + fqdn, proto: map[uint32]string{}}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		t.aliasOf = svc.Spec.ExternalName
+	}
 	var avail []string
 	for _, p := range svc.Spec.Ports {
 		avail = append(avail, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
@@ -559,4 +610,89 @@ func exportedToList(list []string, svcNs, ns string, def []string) bool {
 		}
 	}
 	return slices.Contains(list, "*") || slices.Contains(list, ns) || (slices.Contains(list, ".") && svcNs == ns)
+}
+
+// namespaceExposes reports whether a Service or ServiceEntry of ns has a port numbered p.
+func (r *resolver) namespaceExposes(ns string, p uint32) bool {
+	for _, s := range r.inv.Services {
+		if s.Namespace == ns && slices.ContainsFunc(s.Spec.Ports, func(sp corev1.ServicePort) bool { return uint32(sp.Port) == p }) {
+			return true
+		}
+	}
+	for _, se := range r.inv.ServiceEntries {
+		if se.Namespace == ns && slices.ContainsFunc(se.Spec.GetPorts(), func(sp *networking.ServicePort) bool { return sp.GetNumber() == p }) {
+			return true
+		}
+	}
+	return false
+}
+
+// seCovers reports whether a ServiceEntry host equals or covers h.
+func (r *resolver) seCovers(h string) bool {
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	for _, se := range r.inv.ServiceEntries {
+		for _, sh := range se.Spec.GetHosts() {
+			sh = strings.ToLower(sh)
+			if sh == h || strings.HasPrefix(sh, "*") && strings.HasSuffix(h, sh[1:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// coversNamespace reports whether the egress hosts import some service of ns.
+func coversNamespace(hosts []string, ns string) bool {
+	for _, h := range hosts {
+		hns, _, ok := strings.Cut(h, "/")
+		if ok && (hns == ns || hns == "*") {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateSystemHosts checks Sidecar egress host syntax ("ns/dnsName", "~ns/dnsName" on 1.31+).
+func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
+	var probs []Problem
+	exclusion := versionAtLeast(istioVersion, 31)
+	for i, h := range hosts {
+		ns, name, ok := strings.Cut(h, "/")
+		bad := !ok || strings.Contains(name, "/") || name == ""
+		if strings.HasPrefix(ns, "~") {
+			if !exclusion {
+				probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
+					Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
+				continue
+			}
+			ns = strings.TrimPrefix(ns, "~")
+			if ns == "" {
+				ns = "*"
+			}
+		}
+		if !bad && ns != "*" && ns != "." && len(validation.IsDNS1123Label(ns)) > 0 {
+			bad = true
+		}
+		if !bad && name != "*" {
+			check := strings.TrimPrefix(name, "*.")
+			bad = len(validation.IsDNS1123Subdomain(strings.ToLower(check))) > 0
+		}
+		if bad {
+			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Malformed Host",
+				Detail: fmt.Sprintf("The system host %q is not a Sidecar egress host. Use \"namespace/dnsName\", for example \"istio-system/*\".", h)})
+		}
+	}
+	return probs
+}
+
+func versionAtLeast(v string, minor int) bool {
+	if v == "" {
+		return true
+	}
+	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+	if len(parts) < 2 {
+		return true
+	}
+	n, err := strconv.Atoi(parts[1])
+	return err != nil || n >= minor
 }

@@ -105,7 +105,7 @@ func TestCompileIsTheFloor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		r, probs := Compile(inv, Declaration{Namespace: "foo", Selector: app, Dependencies: tc.deps}, Options{SystemHosts: []string{}})
-		if len(probs) > 0 {
+		if r == nil {
 			t.Fatalf("%v: problems %+v", tc.deps, probs)
 		}
 		want := append(slices.Clone(tc.want), "inbound|80||", "BlackHoleCluster", "PassthroughCluster", "InboundPassthroughCluster")
@@ -204,5 +204,63 @@ func TestCompileOutboundPolicySpelledOut(t *testing.T) {
 	back, err := mesh.ParseSidecar("m", []byte(r.Manifest))
 	if err != nil || back.Spec.GetOutboundTrafficPolicy() == nil {
 		t.Fatalf("parse back: %v, %+v", err, back)
+	}
+}
+
+func TestCompileWarnings(t *testing.T) {
+	inv := seedInventory(t)
+	if err := inv.AddYAML("extra", []byte(`
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: foo}
+spec: {type: ExternalName, externalName: api.example.com, ports: [{port: 443, name: https}]}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		d       Declaration
+		opts    Options
+		attr    string
+		index   int
+		summary string
+		detail  string
+		warning bool
+	}{
+		{"system hosts missing", Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "bar.bar"}}}, Options{SystemHosts: []string{}},
+			AttrNone, -1, "System Hosts Missing", `"istio-system"`, true},
+		{"namespace port nobody exposes", Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "bar/*", Ports: []uint32{9999}}}}, Options{},
+			AttrDependencies, 0, "Port Not Exposed", "port 9999", true},
+		{"registry only and an uncovered external name", Declaration{Namespace: "foo", OutboundTrafficPolicy: "REGISTRY_ONLY",
+			Dependencies: []Dependency{{Service: "bar.bar"}, {Service: "ext"}}}, Options{},
+			AttrDependencies, 1, "External Host Not In Registry", `"api.example.com"`, true},
+		{"exclusion before 1.31", Declaration{Namespace: "foo"}, Options{SystemHosts: []string{"istio-system/*", "~istio-system/zipkin.istio-system.svc.cluster.local"}, IstioVersion: "1.30"},
+			AttrSystemHosts, 1, "Exclusion Not Supported", `"1.30"`, false},
+		{"malformed system host", Declaration{Namespace: "foo"}, Options{SystemHosts: []string{"istio-system"}},
+			AttrSystemHosts, 0, "Malformed Host", `"istio-system"`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, probs := Compile(inv, tc.d, tc.opts)
+			var found *Problem
+			for i := range probs {
+				if probs[i].Summary == tc.summary {
+					found = &probs[i]
+				}
+			}
+			if found == nil {
+				t.Fatalf("no %q problem in %+v", tc.summary, probs)
+			}
+			if found.Attribute != tc.attr || found.Index != tc.index || found.Warning != tc.warning || !strings.Contains(found.Detail, tc.detail) {
+				t.Errorf("problem = %+v", *found)
+			}
+			if tc.warning != (r != nil) {
+				t.Errorf("result = %v with warning=%v", r, tc.warning)
+			}
+		})
+	}
+	// 1.31 understands exclusions.
+	if r, probs := Compile(inv, Declaration{Namespace: "foo"}, Options{SystemHosts: []string{"istio-system/*", "~istio-system/zipkin.istio-system.svc.cluster.local"}}); r == nil {
+		t.Errorf("exclusion on 1.31 rejected: %+v", probs)
 	}
 }
