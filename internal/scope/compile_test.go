@@ -264,3 +264,45 @@ spec: {type: ExternalName, externalName: api.example.com, ports: [{port: 443, na
 		t.Errorf("exclusion on 1.31 rejected: %+v", probs)
 	}
 }
+
+func TestDecompileRoundTrip(t *testing.T) {
+	inv := seedInventory(t)
+	if err := inv.AddYAML("se", []byte(`
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: wiki, namespace: foo}
+spec: {hosts: ["*.wikipedia.org"], ports: [{number: 443, name: tls, protocol: TLS}], resolution: NONE}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	decls := []Declaration{
+		{Namespace: "foo", Selector: app, Dependencies: []Dependency{{Service: "bar.bar"}, {Service: "kube-system/*"}, {Service: "*.wikipedia.org"}},
+			Ingress: []Ingress{{Port: 80, Protocol: "HTTP", DefaultEndpoint: "127.0.0.1:80"}}, OutboundTrafficPolicy: "REGISTRY_ONLY"},
+		{Namespace: "bar", Dependencies: []Dependency{{Service: "foo.foo", Ports: []uint32{80}}, {Service: "istiod.istio-system", Ports: []uint32{443, 15012}}}},
+		{Namespace: "bar", Name: "none"},
+	}
+	for _, d := range decls {
+		r, probs := Compile(inv, d, Options{})
+		if r == nil {
+			t.Fatalf("%+v: %+v", d, probs)
+		}
+		back, probs := Decompile(r.Sidecar, Options{}, "istio-system")
+		if len(probs) > 0 {
+			t.Fatalf("decompile: %+v", probs)
+		}
+		again, probs := Compile(inv, back, Options{})
+		if again == nil || again.Manifest != r.Manifest {
+			t.Errorf("round trip of %+v\ngave %+v (%+v)\n%s\nwant\n%s", d, back, probs, again.Manifest, r.Manifest)
+		}
+	}
+	sc, _ := mesh.ParseSidecar("x", []byte(`
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: all, namespace: foo}
+spec:
+  egress: [{hosts: ["*/*"]}]
+`))
+	if _, probs := Decompile(sc, Options{}, ""); len(probs) != 1 || probs[0].Summary != "Egress Host Not Importable" || !strings.Contains(probs[0].Detail, `"*/*"`) {
+		t.Errorf("*/* import problems = %+v", probs)
+	}
+}

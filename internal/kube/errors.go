@@ -1,0 +1,109 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ConflictError is a server-side apply conflict with other field managers.
+type ConflictError struct {
+	Object   string
+	Managers []string
+	Fields   []string
+	Err      error
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("applying %s conflicts with field manager(s) %s on %s", e.Object, strings.Join(e.Managers, ", "), strings.Join(e.Fields, ", "))
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// PermissionError is a Forbidden answer, with the RBAC rule that would allow the call.
+type PermissionError struct {
+	Verb      string
+	Resource  schema.GroupVersionResource
+	Namespace string
+	Err       error
+}
+
+func (e *PermissionError) Error() string {
+	group := e.Resource.Group
+	if group == "" {
+		group = `"" (core)`
+	}
+	scope := "cluster-wide"
+	if e.Namespace != "" {
+		scope = "in namespace " + e.Namespace
+	}
+	return fmt.Sprintf("the API server refused %s %s %s: grant verb %q on resource %q of apiGroup %s (see the README's ClusterRole): %v",
+		e.Verb, e.Resource.Resource, scope, e.Verb, e.Resource.Resource, group, e.Err)
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// MissingCRDError means the Istio CRDs are not installed.
+type MissingCRDError struct {
+	Resource schema.GroupVersionResource
+	Err      error
+}
+
+func (e *MissingCRDError) Error() string {
+	return fmt.Sprintf("the cluster does not serve %s.%s/%s: install Istio's CRDs (istioctl install, or the istio/base Helm chart): %v",
+		e.Resource.Resource, e.Resource.Group, e.Resource.Version, e.Err)
+}
+
+func (e *MissingCRDError) Unwrap() error { return e.Err }
+
+// classify turns API errors into the typed errors above.
+func classify(err error, verb string, gvr schema.GroupVersionResource, ns, object string) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		return &PermissionError{Verb: verb, Resource: gvr, Namespace: ns, Err: err}
+	case apierrors.IsConflict(err):
+		var status apierrors.APIStatus
+		ce := &ConflictError{Object: object, Err: err}
+		if errors.As(err, &status) && status.Status().Details != nil {
+			seen := map[string]bool{}
+			for _, c := range status.Status().Details.Causes {
+				if c.Type != metav1.CauseTypeFieldManagerConflict {
+					continue
+				}
+				ce.Fields = append(ce.Fields, c.Field)
+				m := managerFromMessage(c.Message)
+				if m != "" && !seen[m] {
+					seen[m] = true
+					ce.Managers = append(ce.Managers, m)
+				}
+			}
+		}
+		if len(ce.Managers) == 0 {
+			ce.Managers = []string{managerFromMessage(err.Error())}
+		}
+		return ce
+	case apierrors.IsNotFound(err) && gvr.Group == "networking.istio.io" && object == "":
+		return &MissingCRDError{Resource: gvr, Err: err}
+	}
+	return err
+}
+
+// managerFromMessage extracts the manager from `conflict with "kubectl-edit" using ...`.
+func managerFromMessage(msg string) string {
+	i := strings.Index(msg, `conflict with "`)
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(`conflict with "`):]
+	if j := strings.Index(rest, `"`); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
