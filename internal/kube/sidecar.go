@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,7 +86,7 @@ func (c *Client) observe(obj *unstructured.Unstructured) (*Observed, error) {
 			continue
 		}
 		s := &fieldpath.Set{}
-		if err := s.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := s.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			return nil, fmt.Errorf("reading managedFields of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
 		owned = owned.Union(s)

@@ -36,7 +36,30 @@ type workloadScopeResourceModel struct {
 	Manifest              types.String `tfsdk:"manifest"`
 	EgressHosts           types.List   `tfsdk:"egress_hosts"` //< types.String
 	ExpectedClusters      types.Int64  `tfsdk:"expected_clusters"`
+	MaxClusters           types.Int64  `tfsdk:"max_clusters"`
+	Review                types.List   `tfsdk:"review"` //< reviewModel
 }
+
+// reviewModel is one element of workload_scope.review: one selected workload,
+// before and after the scope.
+type reviewModel struct {
+	Workload     types.String `tfsdk:"workload"`
+	Before       types.Int64  `tfsdk:"before"`
+	After        types.Int64  `tfsdk:"after"`
+	AddedHosts   types.List   `tfsdk:"added_hosts"`   //< types.String
+	RemovedHosts types.List   `tfsdk:"removed_hosts"` //< types.String
+	Risks        types.List   `tfsdk:"risks"`         //< types.String
+}
+
+// reviewType is the object type of a workload_scope.review element.
+var reviewType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"workload":      types.StringType,
+	"before":        types.Int64Type,
+	"after":         types.Int64Type,
+	"added_hosts":   types.ListType{ElemType: types.StringType},
+	"removed_hosts": types.ListType{ElemType: types.StringType},
+	"risks":         types.ListType{ElemType: types.StringType},
+}}
 
 // dependencyModel is one element of workload_scope.dependencies.
 type dependencyModel struct {
@@ -182,14 +205,39 @@ func portsKey(ports []uint32) string {
 	return b.String()
 }
 
-// setCompiled stores the compiler's result and the predicted cluster count.
-func (m *workloadScopeResourceModel) setCompiled(res *scope.Result, expectedClusters int) diag.Diagnostics {
+// setCompiled stores the compiler's result, the predicted cluster count and the
+// review of the selected workloads.
+func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope.Result, expectedClusters int, reviews []workloadReview) diag.Diagnostics {
 	m.Name = types.StringValue(res.Name)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + res.Name)
 	m.Manifest = types.StringValue(res.Manifest)
-	hosts, diags := types.ListValueFrom(context.Background(), types.StringType, sortedCopy(res.EgressHosts))
+	hosts, diags := types.ListValueFrom(ctx, types.StringType, sortedCopy(res.EgressHosts))
 	m.EgressHosts = hosts
 	m.ExpectedClusters = types.Int64Value(int64(expectedClusters))
+
+	elems := make([]reviewModel, 0, len(reviews))
+	for _, rv := range reviews {
+		e := reviewModel{
+			Workload: types.StringValue(rv.Key),
+			Before:   types.Int64Value(int64(rv.Before)),
+			After:    types.Int64Value(int64(rv.After)),
+		}
+		var ds diag.Diagnostics
+		e.AddedHosts, ds = types.ListValueFrom(ctx, types.StringType, nonNil(rv.AddedHosts))
+		diags.Append(ds...)
+		e.RemovedHosts, ds = types.ListValueFrom(ctx, types.StringType, nonNil(rv.RemovedHosts))
+		diags.Append(ds...)
+		risks := make([]string, len(rv.Risks))
+		for i, k := range rv.Risks {
+			risks[i] = k.Message
+		}
+		e.Risks, ds = types.ListValueFrom(ctx, types.StringType, risks)
+		diags.Append(ds...)
+		elems = append(elems, e)
+	}
+	review, ds := types.ListValueFrom(ctx, reviewType, elems)
+	diags.Append(ds...)
+	m.Review = review
 	return diags
 }
 
@@ -198,6 +246,7 @@ func (m *workloadScopeResourceModel) setComputedUnknown() {
 	m.Manifest = types.StringUnknown()
 	m.EgressHosts = types.ListUnknown(types.StringType)
 	m.ExpectedClusters = types.Int64Unknown()
+	m.Review = types.ListUnknown(reviewType)
 	if m.Name.IsUnknown() || m.Name.IsNull() {
 		m.Name = types.StringUnknown()
 		m.ID = types.StringUnknown()
@@ -246,6 +295,14 @@ func stringList(ctx context.Context, l types.List) ([]string, diag.Diagnostics) 
 		out = []string{}
 	}
 	return out, diags
+}
+
+// nonNil returns in, or an empty slice for nil, so that a list attribute is empty rather than null.
+func nonNil(in []string) []string {
+	if in == nil {
+		return []string{}
+	}
+	return in
 }
 
 func sortedCopy(in []string) []string {

@@ -118,7 +118,10 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			},
 			"system_hosts": schema.ListAttribute{
 				MarkdownDescription: "Sidecar egress hosts added to every workload scope, in `namespace/dnsName` form. " +
-					"Defaults to `[\"<root_namespace>/*\"]`, that is `[\"istio-system/*\"]`. An empty list adds none.",
+					"Defaults to `[\"<root_namespace>/*\"]`, that is `[\"istio-system/*\"]`. An empty list adds none, " +
+					"and every scope then warns that telemetry and tracing are at risk. A `~` prefix on the namespace " +
+					"(`~kube-system/*`) excludes hosts, which Istio understands from 1.31 on: with an older " +
+					"`istio_version` it is an error.",
 				ElementType: types.StringType,
 				Optional:    true,
 				Validators: []validator.List{
@@ -141,7 +144,7 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 		IstioVersion: stringOr(cfg.IstioVersion, DefaultIstioVersion),
 		DomainSuffix: stringOr(cfg.DomainSuffix, mesh.DefaultDomainSuffix),
 	}
-	data.scopeOpts = scope.Options{DomainSuffix: data.predictOpts.DomainSuffix}
+	data.scopeOpts = scope.Options{DomainSuffix: data.predictOpts.DomainSuffix, IstioVersion: data.predictOpts.IstioVersion}
 
 	resp.DataSourceData = data
 	resp.ResourceData = data
@@ -172,6 +175,18 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 		hosts, diags := stringList(ctx, cfg.SystemHosts)
 		resp.Diagnostics.Append(diags...)
 		data.scopeOpts.SystemHosts = hosts
+		// What the target Istio release accepts, for example "~" exclusions from 1.31 on.
+		for _, pb := range scope.ValidateSystemHosts(hosts, data.scopeOpts.IstioVersion) {
+			p := path.Root("system_hosts").AtListIndex(pb.Index)
+			if pb.Warning {
+				resp.Diagnostics.AddAttributeWarning(p, pb.Summary, pb.Detail)
+			} else {
+				resp.Diagnostics.AddAttributeError(p, pb.Summary, pb.Detail)
+			}
+		}
+		if resp.Diagnostics.HasError() {
+			return
+		}
 	}
 
 	pr, err := predict.New(inv, data.predictOpts)

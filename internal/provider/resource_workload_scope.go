@@ -147,9 +147,59 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 			},
 			"expected_clusters": schema.Int64Attribute{
 				MarkdownDescription: "The number of Envoy CDS clusters istiod is predicted to push to the selected " +
-					"workloads once the Sidecar applies (the largest over the selected workloads of the inventory, or " +
-					"for a pod with the selector labels when the inventory has none). Known at plan time.",
+					"workloads once the Sidecar applies: the largest over the workloads of the inventory this Sidecar " +
+					"governs (a namespace default yields to selecting Sidecars), or over those it selects, or for a pod " +
+					"with the selector labels when the inventory has none. Known at plan time, so an update shows " +
+					"`expected_clusters = 19 -> 13`.",
 				Computed: true,
+			},
+			"max_clusters": schema.Int64Attribute{
+				MarkdownDescription: "A cluster budget. The plan fails with an error on this attribute, naming the " +
+					"workload and its count, when a workload this scope governs would hold more Envoy CDS clusters " +
+					"than this once the Sidecar applies. Leave it out for no budget. To assert a budget across " +
+					"several scopes, use a Terraform `check` block over their `expected_clusters`.",
+				Optional:   true,
+				Validators: []validator.Int64{int64validator.AtLeast(1)},
+			},
+			"review": schema.ListNestedAttribute{
+				MarkdownDescription: "The plan-time review of the change, one element per workload of the inventory that " +
+					"the scope selects, sorted by workload. `before` predicts the workload under the inventory as it " +
+					"is (with the Sidecars the inventory holds), `after` under this scope's Sidecar instead. Empty when " +
+					"no workload of the inventory is selected. Known at plan time.",
+				Computed: true,
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"workload": schema.StringAttribute{
+							MarkdownDescription: "The workload as `namespace/Kind/name`, for example `foo/Deployment/test-app`.",
+							Computed:            true,
+						},
+						"before": schema.Int64Attribute{
+							MarkdownDescription: "The number of CDS clusters the workload holds under the inventory as it is.",
+							Computed:            true,
+						},
+						"after": schema.Int64Attribute{
+							MarkdownDescription: "The number of CDS clusters the workload holds once this scope's Sidecar applies.",
+							Computed:            true,
+						},
+						"added_hosts": schema.ListAttribute{
+							MarkdownDescription: "The service hosts (FQDNs) the workload gains outbound clusters for, sorted.",
+							ElementType:         types.StringType,
+							Computed:            true,
+						},
+						"removed_hosts": schema.ListAttribute{
+							MarkdownDescription: "The service hosts (FQDNs) the workload loses every outbound cluster for, sorted.",
+							ElementType:         types.StringType,
+							Computed:            true,
+						},
+						"risks": schema.ListAttribute{
+							MarkdownDescription: "Risky tightenings that the mesh configuration itself points out: a dropped host " +
+								"that a VirtualService still in scope routes to, or the loss of every service of the root " +
+								"namespace. Each is also a plan warning.",
+							ElementType: types.StringType,
+							Computed:    true,
+						},
+					},
+				},
 			},
 		},
 	}
@@ -308,24 +358,36 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 		return diags
 	}
 
-	expected, err := expectedClusters(r.data, decl, res)
+	// The inventory with this scope's Sidecar instead of one of the same name;
+	// the provider's predictor is the inventory as it is. Each is built once.
+	head, err := predict.New(r.data.inv.WithSidecars(res.Sidecar), r.data.predictOpts)
 	if err != nil {
 		diags.AddError("Cluster Prediction Failed",
 			fmt.Sprintf("The clusters of the workloads selected by %s/%s cannot be predicted. "+
 				"Check the inventory given in the provider's manifests.\n\nOriginal Error: %s", decl.Namespace, res.Name, err))
 		return diags
 	}
+	reviews := reviewScope(r.data.predictor, head, decl, decl.Namespace+"/"+res.Name)
+	expected := expectedClusters(head, decl, reviews)
+	addRisks(&diags, reviews, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
+	checkBudget(&diags, m.MaxClusters, reviews, expected, decl)
+	if diags.HasError() {
+		return diags
+	}
+
 	tflog.Debug(ctx, "compiled workload scope", map[string]any{
-		"id": decl.Namespace + "/" + res.Name, "egress_hosts": strings.Join(res.EgressHosts, ","), "expected_clusters": expected,
+		"id": decl.Namespace + "/" + res.Name, "egress_hosts": strings.Join(res.EgressHosts, ","),
+		"expected_clusters": expected, "reviewed_workloads": len(reviews),
 	})
-	diags.Append(m.setCompiled(res, expected)...)
+	diags.Append(m.setCompiled(ctx, res, expected, reviews)...)
 	return diags
 }
 
 // completeAtApply computes what the plan left unknown, which happens only when
 // the final plan still lacked the inventory.
 func (r *workloadScopeResource) completeAtApply(ctx context.Context, m *workloadScopeResourceModel) diag.Diagnostics {
-	if !m.Manifest.IsUnknown() && !m.ExpectedClusters.IsUnknown() && !m.EgressHosts.IsUnknown() && !m.Name.IsUnknown() {
+	if !m.Manifest.IsUnknown() && !m.ExpectedClusters.IsUnknown() && !m.EgressHosts.IsUnknown() &&
+		!m.Review.IsUnknown() && !m.Name.IsUnknown() {
 		return nil
 	}
 	var diags diag.Diagnostics
@@ -360,52 +422,16 @@ func sameSelection(ctx context.Context, plan, state workloadScopeResourceModel) 
 	return plan.Namespace.Equal(state.Namespace)
 }
 
-// expectedClusters predicts the CDS cluster count of the workloads the scope
-// selects once its Sidecar applies: the largest over the selected workloads of
-// the inventory, or for a pod with the selector labels when none is there.
-func expectedClusters(d *providerData, decl scope.Declaration, res *scope.Result) (int, error) {
-	pr, err := predict.New(d.inv.WithSidecars(res.Sidecar), d.predictOpts)
-	if err != nil {
-		return 0, err
-	}
-	var proxies []predict.Proxy
-	for _, w := range pr.WorkloadProxies() {
-		if w.Namespace == decl.Namespace && scope.Selects(decl.Selector, w.Labels) {
-			proxies = append(proxies, predict.Proxy{Namespace: w.Namespace, Labels: w.Labels})
-		}
-	}
-	if len(proxies) == 0 {
-		labels := map[string]string{}
-		for k, v := range decl.Selector {
-			labels[k] = v
-		}
-		proxies = append(proxies, predict.Proxy{Namespace: decl.Namespace, Labels: labels})
-	}
-
-	// Prefer the workloads this Sidecar governs: a namespace default yields to
-	// selecting Sidecars for the workloads those select.
-	key := decl.Namespace + "/" + res.Name
-	governed, largest := -1, 0
-	for _, p := range proxies {
-		out := pr.Predict(p)
-		n := len(out.Clusters)
-		if n > largest {
-			largest = n
-		}
-		if out.Sidecar == key && n > governed {
-			governed = n
-		}
-	}
-	if governed >= 0 {
-		return governed, nil
-	}
-	return largest, nil
-}
-
 // addProblems maps compiler problems onto the scope's attributes. deps[i] is the
 // dependencies set element behind Declaration.Dependencies[i].
 func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.Value) {
 	for _, pb := range problems {
+		if pb.Attribute == scope.AttrSystemHosts {
+			// The provider's attribute, which the provider's Configure checks first:
+			// reported on the scope, as the resource has no such attribute.
+			addSystemHostsProblem(diags, pb)
+			continue
+		}
 		p, ok := problemPath(pb, deps)
 		switch {
 		case !ok && pb.Warning:
@@ -418,6 +444,27 @@ func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.
 			diags.AddAttributeError(p, pb.Summary, pb.Detail)
 		}
 	}
+}
+
+// addSystemHostsProblem reports a problem of the provider's system_hosts on the scope.
+func addSystemHostsProblem(diags *diag.Diagnostics, pb scope.Problem) {
+	detail := fmt.Sprintf("In the provider's system_hosts[%d]: %s", pb.Index, pb.Detail)
+	if pb.Warning {
+		diags.AddWarning(pb.Summary, detail)
+		return
+	}
+	diags.AddError(pb.Summary, detail)
+}
+
+// scopeWarned reports whether the compiler warned about the scope as a whole:
+// that it imports nothing from the mesh root namespace.
+func scopeWarned(problems []scope.Problem) bool {
+	for _, pb := range problems {
+		if pb.Warning && pb.Attribute == scope.AttrNone {
+			return true
+		}
+	}
+	return false
 }
 
 // problemPath returns the attribute path a problem belongs to.
@@ -445,6 +492,15 @@ func problemPath(pb scope.Problem, deps []attr.Value) (path.Path, bool) {
 
 // addClash reports a scope of this configuration that selects what this one selects.
 func addClash(diags *diag.Diagnostics, decl scope.Declaration, name string, c scopeClash) {
+	if len(decl.Selector) == 0 && len(c.Other.Selector) == 0 {
+		diags.AddAttributeError(path.Root("workload_selector"),
+			"Conflicting Namespace Default Sidecar",
+			fmt.Sprintf("This scope (Sidecar \"%s/%s\") and the scope \"%s/%s\" both have no workload_selector: both "+
+				"would be the namespace default Sidecar of %q. Istio applies only the oldest selector-less Sidecar in a "+
+				"namespace (istioctl analyze IST0111). Merge the two scopes, or give one a workload_selector.",
+				decl.Namespace, name, decl.Namespace, c.Other.Name, decl.Namespace))
+		return
+	}
 	if c.SameName {
 		diags.AddAttributeError(path.Root("name"),
 			"Duplicate Scope Name",

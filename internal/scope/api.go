@@ -70,3 +70,8 @@ type Problem struct {
 	Detail  string
 	Warning bool
 }
+
+// Summaries of problems callers may want to recognise.
+const (
+	SummarySystemHostsMissing = "System Hosts Missing"
+)

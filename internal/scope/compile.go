@@ -157,7 +157,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 		imported = append(imported, t.host)
 	}
 	if !coversNamespace(imported, root) {
-		probs = append(probs, Problem{Attribute: AttrNone, Index: -1, Warning: true, Summary: "System Hosts Missing",
+		probs = append(probs, Problem{Attribute: AttrNone, Index: -1, Warning: true, Summary: SummarySystemHostsMissing,
 			Detail: fmt.Sprintf("The scope imports no service of the mesh root namespace %q (the provider's system_hosts are %q). "+
 				"Proxies reach istiod, telemetry and tracing through it; without it they are at risk. Add \"%s/*\" to system_hosts, "+
 				"or declare those services as dependencies.", root, system, root)})
@@ -660,7 +660,7 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 		ns, name, ok := strings.Cut(h, "/")
 		bad := !ok || strings.Contains(name, "/") || name == ""
 		if strings.HasPrefix(ns, "~") {
-			if !exclusion {
+			if !exclusion && h != "~/*" { // "~/*" imports nothing on every release
 				probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
 					Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
 				continue

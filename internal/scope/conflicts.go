@@ -32,7 +32,7 @@ func SelectedWorkloads(inv *mesh.Inventory, ns string, sel map[string]string) []
 
 // Conflicts reports Sidecars of the inventory (other than one with the same
 // namespace and name) that compete with sc for the same workloads, like istioctl
-// analyze IST0109/IST0110: two selector-less Sidecars in one namespace, or two
+// analyze IST0111/IST0110: two selector-less Sidecars in one namespace, or two
 // selector Sidecars that select the same workload.
 func Conflicts(inv *mesh.Inventory, sc *mesh.Sidecar) []Problem {
 	var probs []Problem

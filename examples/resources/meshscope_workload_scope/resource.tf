@@ -13,6 +13,9 @@ resource "meshscope_workload_scope" "bar" {
     protocol         = "HTTP"
     default_endpoint = "127.0.0.1:80"
   }]
+
+  # The plan fails if bar/test-app would hold more Envoy clusters than this.
+  max_clusters = 20
 }
 
 # The compiled Sidecar, known at plan time: commit it to a GitOps repository or
@@ -24,4 +27,11 @@ output "bar_sidecar" {
 # The Envoy clusters bar/test-app gets once the Sidecar applies.
 output "bar_expected_clusters" {
   value = meshscope_workload_scope.bar.expected_clusters
+}
+
+# Per selected workload: clusters before and after, hosts gained and lost, risks.
+output "bar_review" {
+  value = {
+    for r in meshscope_workload_scope.bar.review : r.workload => "${r.before} -> ${r.after}, loses ${join(", ", r.removed_hosts)}"
+  }
 }

@@ -70,7 +70,8 @@ type egressHostValidator struct{}
 
 // EgressHost checks that a string attribute is a Sidecar egress host in
 // `namespace/dnsName` form, where namespace is a namespace name, `*`, `.` or `~`
-// and dnsName is `*`, a host or a `*.` wildcard host.
+// (or a `~` exclusion of a namespace, `~ns`) and dnsName is `*`, a host or a `*.`
+// wildcard host.
 func EgressHost() validator.String {
 	return egressHostValidator{}
 }
@@ -100,7 +101,7 @@ func (v egressHostValidator) ValidateString(_ context.Context, req validator.Str
 			req.Path,
 			"Malformed Egress Host",
 			fmt.Sprintf("The egress host %q is not in the Sidecar form namespace/dnsName. "+
-				"Use a namespace name, \"*\", \".\" or \"~\" before the slash and \"*\", a host or a \"*.\" wildcard host after it, "+
+				"Use a namespace name, \"*\", \".\", \"~\" or \"~namespace\" before the slash and \"*\", a host or a \"*.\" wildcard host after it, "+
 				"for example \"istio-system/*\".\n\n"+
 				"Original Error: %s", h, err),
 		)
@@ -113,8 +114,18 @@ func checkNamespacePart(ns string, sidecarSyntax bool) error {
 	if ns == "" {
 		return errors.New("the namespace before '/' is empty")
 	}
-	if sidecarSyntax && (ns == "*" || ns == "." || ns == "~") {
-		return nil
+	if sidecarSyntax {
+		// "~" excludes: "~" and "~*" every namespace, "~ns" one namespace.
+		// Whether the Istio release understands it is checked with istio_version.
+		if rest, excluded := strings.CutPrefix(ns, "~"); excluded {
+			if rest == "" || rest == "*" {
+				return nil
+			}
+			ns = rest
+		}
+		if ns == "*" || ns == "." {
+			return nil
+		}
 	}
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))

@@ -40,6 +40,9 @@ func TestStringValidators(t *testing.T) {
 		{"egress", EgressHost(), types.StringValue("istio-system/*"), true},
 		{"egress dot", EgressHost(), types.StringValue("./*"), true},
 		{"egress tilde", EgressHost(), types.StringValue("~/*"), true},
+		{"egress exclusion", EgressHost(), types.StringValue("~kube-system/*"), true},
+		{"egress exclusion of a host", EgressHost(), types.StringValue("~*/kubernetes.default.svc.cluster.local"), true},
+		{"egress exclusion of a bad namespace", EgressHost(), types.StringValue("~Kube_System/*"), false},
 		{"egress host", EgressHost(), types.StringValue("*/api.example.com"), true},
 		{"egress no namespace", EgressHost(), types.StringValue("istio-system"), false},
 

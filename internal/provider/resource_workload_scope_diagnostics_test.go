@@ -1,0 +1,297 @@
+package provider
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// Plan-time errors of the review (issue 3). The errors of the foundation are in
+// TestWorkloadScopeResource_badInput; both are checked through the real terraform plan.
+func TestWorkloadScopeResource_planErrors(t *testing.T) {
+	namespaceDefault := heredoc(`apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata:
+  name: legacy
+  namespace: bar
+spec:
+  egress:
+    - hosts: ["./*", "istio-system/*"]`)
+	cases := map[string]struct {
+		extra    []string
+		settings []string
+		config   string
+		// err matches the output of terraform plan; summary and path name the
+		// diagnostic the provider returned.
+		err     string
+		summary string
+		path    string
+	}{
+		"dependency that resolves to nothing, with near names": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace    = "bar"
+  dependencies = [{ service = "kube-dnss.kube-system" }]
+}`,
+			err:     `(?s)Unknown Service.*"kube-dnss\.kube-system".*Did you mean\s+"kube-dns\.kube-system"`,
+			summary: "Unknown Service",
+			path:    "dependencies[*]",
+		},
+		"two selector-less scopes in one namespace": {
+			config: `
+resource "meshscope_workload_scope" "a" {
+  namespace = "bar"
+}
+
+resource "meshscope_workload_scope" "b" {
+  namespace    = "bar"
+  name         = "bar-default"
+  dependencies = [{ service = "foo.foo" }]
+}`,
+			err:     `(?s)Conflicting Namespace Default Sidecar.*both\s+have\s+no\s+workload_selector.*IST0111`,
+			summary: "Conflicting Namespace Default Sidecar",
+			path:    "workload_selector",
+		},
+		"two selector-less scopes with the derived name": {
+			config: `
+resource "meshscope_workload_scope" "a" {
+  namespace = "bar"
+}
+
+resource "meshscope_workload_scope" "b" {
+  namespace    = "bar"
+  dependencies = [{ service = "foo.foo" }]
+}`,
+			err:     `(?s)Conflicting Namespace Default Sidecar.*"bar/default"`,
+			summary: "Conflicting Namespace Default Sidecar",
+			path:    "workload_selector",
+		},
+		"a selector-less scope and a selector-less Sidecar of the inventory": {
+			extra: []string{namespaceDefault},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace = "bar"
+}`,
+			err:     `(?s)Conflicting Namespace Default Sidecar.*selector-less\s+Sidecar\s+"legacy"`,
+			summary: "Conflicting Namespace Default Sidecar",
+			path:    "workload_selector",
+		},
+		"exclusion in system_hosts below Istio 1.31": {
+			settings: []string{`istio_version = "1.30"`, `system_hosts = ["istio-system/*", "~kube-system/*"]`},
+			config:   `resource "meshscope_workload_scope" "x" { namespace = "foo" }`,
+			err:      `(?s)Exclusion Not Supported.*system_hosts = .*"~kube-system/\*"\s+uses\s+the\s+"~"\s+exclusion.*1\.31`,
+			summary:  "Exclusion Not Supported",
+			path:     "system_hosts[1]",
+		},
+		"name over 253 characters": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace = "foo"
+  name      = "` + strings.Repeat("a", 254) + `"
+}`,
+			err:     `(?s)Invalid Object Name.*no\s+more\s+than\s+253\s+characters`,
+			summary: "Invalid Object Name",
+			path:    "name",
+		},
+		"workload_selector value over 63 characters": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "` + strings.Repeat("a", 64) + `" }
+}`,
+			err:     `(?s)Invalid Label Value.*of\s+label\s+"app".*no\s+more\s+than\s+63\s+bytes`,
+			summary: "Invalid Label Value",
+			path:    `workload_selector["app"]`,
+		},
+		"workload_selector key over 63 characters": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { "` + strings.Repeat("k", 64) + `" = "test-app" }
+}`,
+			err:     `(?s)Invalid Label Key.*no\s+more\s+than\s+63\s+bytes`,
+			summary: "Invalid Label Key",
+			path:    `workload_selector["kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"]`,
+		},
+		"namespace over 63 characters": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace = "` + strings.Repeat("n", 64) + `"
+}`,
+			err:     `(?s)namespace.*no\s+more\s+than\s+63\s+characters`,
+			summary: "Invalid Namespace Name",
+			path:    "namespace",
+		},
+		"max_clusters exceeded": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "foo.foo", ports = [80] }]
+  max_clusters      = 10
+}`,
+			err:     `(?s)Cluster Budget Exceeded.*max_clusters\s+=\s+10\n.*"bar/Deployment/test-app"\s+would\s+hold\s+14\s+Envoy\s+clusters\s+under\s+this\s+scope\s+\(19\s+today\)`,
+			summary: "Cluster Budget Exceeded",
+			path:    "max_clusters",
+		},
+		"max_clusters exceeded by a pod no inventory workload has yet": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "bar"
+  workload_selector = { app = "not-deployed" }
+  dependencies      = [{ service = "kube-system/*" }]
+  max_clusters      = 10
+}`,
+			err:     `(?s)Cluster Budget Exceeded.*A\s+pod\s+labelled\s+app=not-deployed\s+in\s+namespace\s+"bar"\s+would\s+hold\s+15`,
+			summary: "Cluster Budget Exceeded",
+			path:    "max_clusters",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec := &diagRecorder{}
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: recordingFactories(rec),
+				Steps: []resource.TestStep{
+					{
+						Config:      seedProvider(t, tc.extra, tc.settings...) + tc.config,
+						PlanOnly:    true,
+						ExpectError: regexp.MustCompile(tc.err),
+					},
+				},
+			})
+			if !rec.hasError(tc.summary, tc.path) {
+				t.Errorf("no error %q on %s; the provider returned:\n%s", tc.summary, tc.path, formatDiags(rec.errors()))
+			}
+		})
+	}
+}
+
+// Plan-time warnings, each on the attribute at fault (System Hosts Missing on the
+// scope as a whole). The plan succeeds; the recording provider server sees the warning.
+func TestWorkloadScopeResource_planWarnings(t *testing.T) {
+	// bar's VirtualService routes its own host to the kubernetes API service.
+	routeToAPI := heredoc(`apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: to-api
+  namespace: bar
+spec:
+  hosts: [bar]
+  http:
+    - route:
+        - destination:
+            host: kubernetes.default.svc.cluster.local`)
+	externalName := heredoc(`apiVersion: v1
+kind: Service
+metadata:
+  name: payments
+  namespace: bar
+spec:
+  type: ExternalName
+  externalName: api.payments.example.com`)
+	cases := map[string]struct {
+		extra    []string
+		settings []string
+		config   string
+		summary  string
+		attr     string
+		detail   string
+		checks   []plancheck.PlanCheck
+	}{
+		"scope drops a host that a VirtualService in scope routes to": {
+			extra: []string{routeToAPI},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "bar", ports = [80] }]
+}`,
+			summary: "Scope Drops Routed Host",
+			attr:    "dependencies",
+			detail:  `"bar/Deployment/test-app" loses its clusters for "kubernetes\.default\.svc\.cluster\.local".*Declare "kubernetes\.default" as a dependency`,
+			checks: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue("meshscope_workload_scope.x", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("risks"),
+					stringsExact("drops kubernetes.default.svc.cluster.local, a destination of a VirtualService still in scope")),
+			},
+		},
+		"system hosts missing": {
+			settings: []string{"system_hosts = []"},
+			config:   `resource "meshscope_workload_scope" "x" { namespace = "foo" }`,
+			summary:  "System Hosts Missing",
+			attr:     "",
+			detail:   `no service of the mesh root namespace "istio-system"`,
+		},
+		"root namespace not in scope": {
+			// The system host names the root namespace, but no service of it.
+			settings: []string{`system_hosts = ["istio-system/zipkin.istio-system.svc.cluster.local"]`},
+			config:   `resource "meshscope_workload_scope" "x" { namespace = "foo" }`,
+			summary:  "Root Namespace Not In Scope",
+			attr:     "dependencies",
+			detail:   `"foo/Deployment/test-app" keeps no cluster for a service of the mesh root namespace`,
+		},
+		"a declared port that no service of the namespace exposes": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace    = "bar"
+  dependencies = [{ service = "kube-system/*", ports = [53, 8080] }]
+}`,
+			summary: "Port Not Exposed",
+			attr:    "dependencies",
+			detail:  `"kube-system/\*" declares port 8080, but no service in namespace "kube-system" exposes it`,
+		},
+		"REGISTRY_ONLY with an ExternalName dependency no ServiceEntry covers": {
+			extra: []string{externalName},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace               = "bar"
+  outbound_traffic_policy = "REGISTRY_ONLY"
+  dependencies            = [{ service = "payments" }]
+}`,
+			summary: "External Host Not In Registry",
+			attr:    "dependencies",
+			detail:  `"payments" is an ExternalName alias for "api\.payments\.example\.com".*no ServiceEntry covers`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec := &diagRecorder{}
+			checks := append([]plancheck.PlanCheck{
+				expectWarning{rec: rec, summary: tc.summary, attr: tc.attr, detail: regexp.MustCompile(tc.detail)},
+			}, tc.checks...)
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: recordingFactories(rec),
+				Steps: []resource.TestStep{
+					{
+						// The scope applies (warnings do not stop a plan), and the re-plan after apply is empty.
+						Config:           seedProvider(t, tc.extra, tc.settings...) + tc.config,
+						ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: checks},
+					},
+				},
+			})
+		})
+	}
+}
+
+// With a "~" exclusion and Istio 1.31, system_hosts exclude: kube-system is left out.
+func TestProvider_systemHostsExclusion(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: seedProvider(t, nil, `system_hosts = ["*/*", "~kube-system/*"]`) + fooScope("[]"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						// 19 without a Sidecar, less kube-system's 3 services (kube-dns's two port 53 entries are one cluster).
+						plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("expected_clusters"), knownvalue.Int64Exact(16)),
+					},
+				},
+			},
+		},
+	})
+}
