@@ -22,6 +22,7 @@ var version = "dev"
 var subcommands = map[string]bool{
 	"clusters": true,
 	"diff":     true,
+	"render":   true,
 }
 
 func main() {

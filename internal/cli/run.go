@@ -21,6 +21,7 @@ const usage = `Usage: terraform-provider-meshscope <command> [flags]
 Commands:
   clusters   predict the Envoy CDS clusters istiod pushes to one sidecar proxy
   diff       compare every proxy's predicted clusters between two manifest trees
+  render     write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps
 
 Run 'terraform-provider-meshscope <command> -h' for the flags of a command.
 Run without arguments, the binary serves the Terraform provider.
@@ -37,6 +38,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runClusters(args[1:], stdin, stdout, stderr)
 	case "diff":
 		return runDiff(args[1:], stdin, stdout, stderr)
+	case "render":
+		return runRender(args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK

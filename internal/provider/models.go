@@ -17,11 +17,12 @@ import (
 
 // providerConfigModel is the `provider "meshscope"` block.
 type providerConfigModel struct {
-	Manifests     types.List   `tfsdk:"manifests"` //< types.String
-	IstioVersion  types.String `tfsdk:"istio_version"`
-	RootNamespace types.String `tfsdk:"root_namespace"`
-	DomainSuffix  types.String `tfsdk:"domain_suffix"`
-	SystemHosts   types.List   `tfsdk:"system_hosts"` //< types.String
+	Manifests     types.List       `tfsdk:"manifests"` //< types.String
+	IstioVersion  types.String     `tfsdk:"istio_version"`
+	RootNamespace types.String     `tfsdk:"root_namespace"`
+	DomainSuffix  types.String     `tfsdk:"domain_suffix"`
+	SystemHosts   types.List       `tfsdk:"system_hosts"` //< types.String
+	Kubernetes    *kubernetesModel `tfsdk:"kubernetes"`
 }
 
 // workloadScopeResourceModel is the meshscope_workload_scope resource.

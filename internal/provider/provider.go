@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
@@ -75,6 +76,8 @@ type providerData struct {
 	predictor *predict.Predictor
 	// scopes records the workload scopes planned through this provider instance.
 	scopes *scopeRegistry
+	// applier applies Sidecars to the cluster; nil without a kubernetes block.
+	applier SidecarApplier
 }
 
 // known reports whether the inventory is known.
@@ -89,7 +92,8 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The meshscope provider compiles declared service dependencies into Istio `Sidecar` " +
 			"resources and predicts, at plan time, the Envoy clusters istiod pushes to each sidecar proxy. " +
-			"It works offline from Kubernetes and Istio YAML given in `manifests`.",
+			"It works offline from Kubernetes and Istio YAML given in `manifests`, or against a live cluster " +
+			"configured in the `kubernetes` block.",
 		Attributes: map[string]schema.Attribute{
 			"manifests": schema.ListAttribute{
 				MarkdownDescription: "The offline inventory: a list of multi-document Kubernetes and Istio YAML strings " +
@@ -129,6 +133,9 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 				},
 			},
 		},
+		Blocks: map[string]schema.Block{
+			"kubernetes": kubernetesBlockSchema(),
+		},
 	}
 }
 
@@ -149,7 +156,11 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 	resp.DataSourceData = data
 	resp.ResourceData = data
 
-	sources, known := p.configuredSources(cfg)
+	sources, known, ds := p.configuredSources(ctx, cfg, data)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	if !known || cfg.IstioVersion.IsUnknown() || cfg.DomainSuffix.IsUnknown() ||
 		cfg.RootNamespace.IsUnknown() || !fullyKnown(cfg.SystemHosts) {
 		// Values that depend on the inventory stay unknown until apply.
@@ -214,10 +225,27 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 }
 
 // configuredSources returns the inventory sources the configuration names, and
-// whether all of them are known. A `kubernetes` block will add a live source here.
-func (p *meshscopeProvider) configuredSources(cfg providerConfigModel) ([]InventorySource, bool) {
-	if !fullyKnown(cfg.Manifests) {
-		return nil, false
+// whether all of them are known: the live cluster of the kubernetes block first,
+// then the manifests, which add to it.
+func (p *meshscopeProvider) configuredSources(ctx context.Context, cfg providerConfigModel, data *providerData) ([]InventorySource, bool, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if !fullyKnown(cfg.Manifests) || !cfg.Kubernetes.known() {
+		return nil, false, diags
+	}
+	var sources []InventorySource
+	if cfg.Kubernetes.set() {
+		kcfg, ds := cfg.Kubernetes.config(ctx)
+		diags.Append(ds...)
+		if diags.HasError() {
+			return nil, true, diags
+		}
+		client := kube.New(kcfg)
+		data.applier = client
+		root := mesh.DefaultRootNamespace
+		if !cfg.RootNamespace.IsNull() && !cfg.RootNamespace.IsUnknown() {
+			root = cfg.RootNamespace.ValueString()
+		}
+		sources = append(sources, clusterSource{client: client, root: root})
 	}
 	var docs []string
 	for _, v := range cfg.Manifests.Elements() {
@@ -227,12 +255,13 @@ func (p *meshscopeProvider) configuredSources(cfg providerConfigModel) ([]Invent
 		}
 		docs = append(docs, s.ValueString())
 	}
-	return []InventorySource{manifestsSource{docs: docs}}, true
+	return append(sources, manifestsSource{docs: docs}), true, diags
 }
 
 func (p *meshscopeProvider) Resources(_ context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewWorkloadScopeResource,
+		NewKustomizeOverlayResource,
 	}
 }
 

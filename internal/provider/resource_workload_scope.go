@@ -295,13 +295,45 @@ func (r *workloadScopeResource) Create(ctx context.Context, req resource.CreateR
 		return
 	}
 
-	// With no cluster configured, the scope lives in the Terraform state only.
+	// With a kubernetes block, server-side apply the Sidecar; without one, the
+	// scope lives in the Terraform state only.
+	resp.Diagnostics.Append(r.applyToCluster(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-func (r *workloadScopeResource) Read(_ context.Context, _ resource.ReadRequest, _ *resource.ReadResponse) {
-	// The scope lives in the state only: there is nothing outside it to read back.
-	// Changes of the inventory show up in the next plan, which recomputes everything.
+func (r *workloadScopeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	// Without a cluster the scope lives in the state only: changes of the inventory
+	// show up in the next plan, which recomputes everything.
+	if r.data == nil || r.data.applier == nil {
+		return
+	}
+	var state workloadScopeResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var (
+		exists bool
+		diags  diag.Diagnostics
+	)
+	if state.Manifest.IsNull() {
+		// Just imported: only namespace and name are known.
+		exists, diags = r.importFromCluster(ctx, &state)
+	} else {
+		exists, diags = r.readFromCluster(ctx, &state)
+	}
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !exists {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
 func (r *workloadScopeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -315,12 +347,21 @@ func (r *workloadScopeResource) Update(ctx context.Context, req resource.UpdateR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-
+	resp.Diagnostics.Append(r.applyToCluster(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-func (r *workloadScopeResource) Delete(_ context.Context, _ resource.DeleteRequest, _ *resource.DeleteResponse) {
-	// Nothing to delete outside the state; the framework removes the resource from it.
+func (r *workloadScopeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	// Without a cluster there is nothing outside the state; the framework removes the resource from it.
+	var state workloadScopeResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(r.deleteFromCluster(ctx, &state)...)
 }
 
 // compile resolves the scope's declaration against the inventory, checks it for

@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/gitops"
+)
+
+const renderUsage = `Usage: terraform-provider-meshscope render -f PATH [-f PATH ...] --out DIR [--env NAME ...] [--settings FILE] [--check]
+
+Writes the Sidecars of the manifests as a kustomize base with one overlay per
+environment (and Argo CD Applications when the settings have argocd), exactly
+as the meshscope_kustomize_overlay resource does. Documents that are not
+Sidecars are ignored. Only files meshscope wrote are ever rewritten or deleted;
+unchanged files are not touched.
+
+The settings file is YAML or JSON with the resource's attributes:
+  environments: {NAME: {extra_system_hosts, outbound_traffic_policy, labels, annotations, patches}}
+  argocd: {repo_url, target_revision, project, destination_server, path_prefix, namespace, name_prefix, sync_policy}
+--env picks environments: those of the settings file, or new ones without changes.
+Without --env, every environment of the settings file is rendered.
+
+Exit status: 0 written or up to date, 3 --check found DIR out of date, 1 bad input, 2 bad usage.
+`
+
+func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var files, envs stringList
+	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
+	fs.Var(&envs, "env", "environment to render (repeatable)")
+	out := fs.String("out", "", "directory to write the layout into")
+	settingsFile := fs.String("settings", "", "YAML or JSON file with environments and argocd settings")
+	check := fs.Bool("check", false, "write nothing; exit 3 when DIR is not what render would write")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, renderUsage+"\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "missing -f PATH: give at least one manifest file or directory")
+		return ExitUsage
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "missing --out DIR: give the directory to write")
+		return ExitUsage
+	}
+
+	var settings gitops.Settings
+	if *settingsFile != "" {
+		s, err := readSettings(*settingsFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return ExitError
+		}
+		settings = s
+	}
+	if len(envs) > 0 {
+		picked := map[string]gitops.Environment{}
+		for _, e := range envs {
+			picked[e] = settings.Environments[e]
+		}
+		settings.Environments = picked
+	}
+	if len(settings.Environments) == 0 {
+		fmt.Fprintln(stderr, "no environment: give --env NAME, or a --settings file with environments")
+		return ExitUsage
+	}
+
+	sidecars, err := readSidecars(files, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitError
+	}
+	layout, problems := gitops.BuildSidecars(sidecars, settings)
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintf(stderr, "error: %s\n", renderProblem(p))
+		}
+		return ExitError
+	}
+
+	if *check {
+		changes, err := gitops.Diff(*out, layout.Files, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return ExitError
+		}
+		if len(changes) == 0 {
+			fmt.Fprintf(stdout, "%s is up to date (%d files)\n", *out, len(layout.Files))
+			return ExitOK
+		}
+		fmt.Fprintf(stdout, "%s is out of date:\n", *out)
+		for _, c := range changes {
+			fmt.Fprintf(stdout, "  %-6s %s\n", c.Action, c.Path)
+		}
+		fmt.Fprintln(stdout, "run the same render command without --check to update it")
+		return ExitChanged
+	}
+
+	changes, err := gitops.Write(*out, layout.Files, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitError
+	}
+	counts := map[gitops.Action]int{}
+	for _, c := range changes {
+		counts[c.Action]++
+		fmt.Fprintf(stdout, "%-6s %s\n", c.Action, c.Path)
+	}
+	unchanged := len(layout.Files) - counts[gitops.Create] - counts[gitops.Update]
+	fmt.Fprintf(stdout, "%s: %d Sidecars, environments %s: %d created, %d updated, %d deleted, %d unchanged\n",
+		*out, len(layout.Sidecars), strings.Join(settings.EnvNames(), ", "),
+		counts[gitops.Create], counts[gitops.Update], counts[gitops.Delete], unchanged)
+	return ExitOK
+}
+
+// readSettings reads a settings file; unknown fields are errors.
+func readSettings(file string) (gitops.Settings, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return gitops.Settings{}, fmt.Errorf("reading %s: %w", file, err)
+	}
+	s, err := gitops.ParseSettings(b)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w (the settings file has environments and argocd, named as the resource's attributes)", file, err)
+	}
+	return s, nil
+}
+
+// readSidecars reads the Sidecars of files, directories (recursively, *.yaml
+// and *.yml, in lexical order) and stdin ("-"), skipping other kinds.
+func readSidecars(paths []string, stdin io.Reader) ([]*gitops.Sidecar, error) {
+	var out []*gitops.Sidecar
+	add := func(source string, data []byte) error {
+		scs, err := gitops.ParseSidecars(source, data, false)
+		out = append(out, scs...)
+		return err
+	}
+	for _, p := range paths {
+		if p == "-" {
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return nil, fmt.Errorf("reading stdin: %w", err)
+			}
+			if err := add("stdin", data); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		files, err := manifestFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", f, err)
+			}
+			if err := add(f, data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func manifestFiles(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	var out []string
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		ext := strings.ToLower(filepath.Ext(path))
+		if !d.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading directory %s: %w", p, err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// renderProblem words a problem for the command line, where sidecars[i] means nothing.
+func renderProblem(p gitops.Problem) string {
+	if p.Attribute == gitops.AttrSidecars {
+		return p.Summary + ": " + p.Detail
+	}
+	return p.Error()
+}
