@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
@@ -408,7 +410,17 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 				"Check the inventory given in the provider's manifests.\n\nOriginal Error: %s", decl.Namespace, res.Name, err))
 		return diags
 	}
-	reviews := reviewScope(r.data.predictor, head, decl, decl.Namespace+"/"+res.Name)
+	// before is the inventory without this scope's own Sidecar: once applied, a live
+	// inventory holds it, and the review must not change between apply and re-plan.
+	base := r.data.predictor
+	if own := res.Sidecar.Key(); slices.ContainsFunc(r.data.inv.Sidecars, func(sc *mesh.Sidecar) bool { return sc.Key() == own }) {
+		base, err = predict.New(r.data.inv.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own }), r.data.predictOpts)
+		if err != nil {
+			diags.AddError("Cluster Prediction Failed", fmt.Sprintf("The inventory without Sidecar %s cannot be indexed.\n\nOriginal Error: %s", own, err))
+			return diags
+		}
+	}
+	reviews := reviewScope(base, head, decl, decl.Namespace+"/"+res.Name)
 	expected := expectedClusters(head, decl, reviews)
 	addRisks(&diags, reviews, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
 	checkBudget(&diags, m.MaxClusters, reviews, expected, decl)
