@@ -1,0 +1,156 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// IstiodOptions configures a private istiod.
+type IstiodOptions struct {
+	// MeshConfig is the MeshConfig YAML istiod reads from a file instead of the `istio` ConfigMap,
+	// for example discoverySelectors that limit it to the test's namespaces.
+	MeshConfig string
+	// Env adds environment variables (feature flags such as PILOT_ENABLE_AMBIENT=true).
+	Env map[string]string
+}
+
+// Istiod is a private istiod started by StartIstiod.
+type Istiod struct {
+	XDSAddr  string // plaintext xDS, 127.0.0.1:<port>
+	HTTPAddr string // /ready and /debug, 127.0.0.1:<port>
+	Log      string // its log file
+}
+
+// StartIstiod starts a second istiod, private to the test, against the test control plane's API
+// server, and waits until it is ready. It listens on two free loopback ports (plaintext xDS and
+// HTTP; the webhook, secure xDS and monitoring listeners are off) and is stopped at the end of
+// the test.
+//
+// The shared istiod of `make testenv` sees every namespace, so what it pushes depends on whatever
+// other tests have created. A private istiod whose MeshConfig has discoverySelectors sees only the
+// namespaces the test labels, which makes exact cluster counts safe to assert.
+func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
+	t.Helper()
+	if env.IstiodBin == "" {
+		t.Skip("a private istiod needs the pilot-discovery binary of `make testenv` (not available with kind)")
+	}
+	dir := t.TempDir()
+	mesh := filepath.Join(dir, "mesh.yaml")
+	if err := os.WriteFile(mesh, []byte(opts.MeshConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpPort, grpcPort := freePort(t), freePort(t)
+	ist := &Istiod{
+		XDSAddr:  fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort),
+		Log:      filepath.Join(dir, "istiod.log"),
+	}
+	logf, err := os.Create(ist.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(env.IstiodBin, "discovery",
+		"--kubeconfig="+env.Kubeconfig,
+		"--meshConfig="+mesh,
+		"--networksConfig="+filepath.Join(dir, "no-mesh-networks"),
+		"--httpAddr="+ist.HTTPAddr,
+		"--grpcAddr="+ist.XDSAddr,
+		"--httpsAddr=",
+		"--secureGRPCAddr=",
+		"--monitoringAddr=",
+		"--ctrlz_port=0", // the ControlZ page, on 127.0.0.1: any free port, not the shared istiod's 9876
+		"--domain=cluster.local",
+		"--log_output_level=default:info",
+	)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(),
+		"POD_NAMESPACE=istio-system",
+		"POD_NAME=istiod-"+RandomSuffix(6),
+		"REVISION=default",
+		"CLUSTER_ID=Kubernetes",
+		"KUBECONFIG="+env.Kubeconfig,
+		"ENABLE_CA_SERVER=false",
+		"PILOT_ENABLE_GATEWAY_API_STATUS=false",
+		"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER=false",
+		"ISTIOD_CUSTOM_HOST=istiod.istio-system.svc",
+	)
+	for k, v := range opts.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("starting %s: %v", env.IstiodBin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case werr := <-exited:
+			t.Logf("private istiod stopped: %v", werr)
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Logf("private istiod killed after 15s: %v", <-exited)
+		}
+		if t.Failed() {
+			t.Logf("private istiod log (%s), last lines:\n%s", ist.Log, tail(ist.Log, 40))
+		}
+	})
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := ready(ctx, "http://"+ist.HTTPAddr+"/ready")
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case werr := <-exited:
+			exited <- werr
+			t.Fatalf("private istiod exited during startup (%v); log %s:\n%s", werr, ist.Log, tail(ist.Log, 40))
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("private istiod not ready after 2m; log %s:\n%s", ist.Log, tail(ist.Log, 40))
+		}
+	}
+	t.Logf("private istiod ready on %s after %s", ist.XDSAddr, time.Since(start).Round(100*time.Millisecond))
+	return ist
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("listener address %v is not TCP", l.Addr())
+	}
+	return addr.Port
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(string(bytes.TrimRight(b, "\n")), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
