@@ -1,0 +1,156 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
+)
+
+// randomLiveMesh writes a random mesh into two fresh namespaces: Services with
+// random ports (UDP, named and numeric target ports, headless, exportTo), Running
+// pods behind them, and sometimes a Sidecar and a DestinationRule.
+func randomLiveMesh(t *testing.T, c *testenv.Cluster, r *rand.Rand, label string) []*corev1.Pod {
+	t.Helper()
+	nss := []string{c.UniqueNamespace(t, "ra", map[string]string{label: "true"}), c.UniqueNamespace(t, "rb", map[string]string{label: "true"})}
+	portChoices := []int{80, 443, 8080, 9090, 15000 + r.Intn(100)}
+	var pods []*corev1.Pod
+	for ni, ns := range nss {
+		var docs []string
+		nsvc := 2 + r.Intn(3)
+		for s := 0; s < nsvc; s++ {
+			name := fmt.Sprintf("svc%d", s)
+			var ports []string
+			seen := map[int]bool{}
+			for p := 0; p < 1+r.Intn(3); p++ {
+				n := portChoices[r.Intn(len(portChoices))]
+				if seen[n] {
+					continue
+				}
+				seen[n] = true
+				proto := "TCP"
+				if r.Intn(8) == 0 {
+					proto = "UDP"
+				}
+				ports = append(ports, fmt.Sprintf("{name: p%d-%s, port: %d, targetPort: %d, protocol: %s}", n, strings.ToLower(proto), n, n+r.Intn(2), proto))
+			}
+			ann := ""
+			switch r.Intn(6) {
+			case 0:
+				ann = `annotations: {networking.istio.io/exportTo: "."}`
+			case 1:
+				ann = fmt.Sprintf(`annotations: {networking.istio.io/exportTo: "%s"}`, nss[1-ni])
+			}
+			clusterIP := ""
+			if r.Intn(6) == 0 {
+				clusterIP = "clusterIP: None, "
+			}
+			docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: %s, %s}\nspec: {%sselector: {app: app%d}, ports: [%s]}\n",
+				name, ann, clusterIP, r.Intn(3), strings.Join(ports, ", ")))
+		}
+		if r.Intn(2) == 0 {
+			hosts := []string{`"istio-system/*"`}
+			switch r.Intn(3) {
+			case 0:
+				hosts = append(hosts, `"./*"`)
+			case 1:
+				hosts = append(hosts, fmt.Sprintf(`"%s/*"`, nss[1-ni]))
+			default:
+				hosts = append(hosts, fmt.Sprintf(`"%s/svc0.%s.svc.cluster.local"`, nss[1-ni], nss[1-ni]))
+			}
+			port := ""
+			if r.Intn(3) == 0 {
+				port = fmt.Sprintf("port: {number: %d, protocol: TCP, name: tcp}, ", portChoices[r.Intn(len(portChoices))])
+			}
+			docs = append(docs, fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: sc}\nspec:\n  workloadSelector: {labels: {app: app%d}}\n  egress: [{%shosts: [%s]}]\n",
+				r.Intn(3), port, strings.Join(hosts, ", ")))
+		}
+		if r.Intn(2) == 0 {
+			docs = append(docs, fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: dr}\nspec: {host: svc%d, subsets: [{name: v1, labels: {version: v1}}]}\n", r.Intn(2)))
+		}
+		c.ApplyYAML(t, strings.Join(docs, "---\n"), testenv.InNamespace(ns))
+		for p := 0; p < 1+r.Intn(2); p++ {
+			var cports []corev1.ContainerPort
+			for _, n := range portChoices {
+				cports = append(cports, corev1.ContainerPort{Name: "c" + strconv.Itoa(n), ContainerPort: int32(n), Protocol: corev1.ProtocolTCP}) //nolint:gosec // small
+			}
+			pods = append(pods, c.CreatePodRunning(t, ns, fmt.Sprintf("pod%d", p), map[string]string{"app": fmt.Sprintf("app%d", p)}, testenv.UniqueIP(), cports...))
+		}
+		c.SyncEndpointSlices(t, ns)
+	}
+	return pods
+}
+
+// TestAccProxyClusters_randomLive: on 20 random meshes applied to a real API
+// server, the data source's predicted clusters for every pod equal what istiod
+// pushes to a sidecar probe connected as that pod.
+func TestAccProxyClusters_randomLive(t *testing.T) {
+	c := testenv.Connect(t)
+	label := "mesh.meshscope.io/random-" + testenv.RandomSuffix(6)
+	for _, ns := range []string{"istio-system", "kube-system", "default"} {
+		c.LabelNamespace(t, ns, label, "true")
+	}
+	meshConfig := fmt.Sprintf("discoverySelectors:\n- matchLabels: {%q: \"true\"}\n", label)
+	istiod := testenv.StartIstiod(t, c.Env, testenv.IstiodOptions{MeshConfig: meshConfig})
+	// The provider sees the same mesh config as the private istiod.
+	configMap := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\ndata:\n  mesh: |\n" +
+		"    discoverySelectors:\n    - matchLabels: {" + strconv.Quote(label) + ": \"true\"}\n"
+
+	for seed := 1; seed <= 20; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			pods := randomLiveMesh(t, c, rand.New(rand.NewSource(int64(seed))), label) //nolint:gosec // test data
+			var cfg strings.Builder
+			fmt.Fprintf(&cfg, "provider \"meshscope\" {\n  manifests = [%s]\n  kubernetes {\n    config_path = %q\n  }\n}\n", heredoc(configMap), c.Env.Kubeconfig)
+			for i, p := range pods {
+				fmt.Fprintf(&cfg, "data \"meshscope_proxy_clusters\" \"p%d\" {\n  namespace = %q\n  labels = { app = %q }\n}\n", i, p.Namespace, p.Labels["app"])
+			}
+			check := func(s *terraform.State) error {
+				for i, p := range pods {
+					rs := s.RootModule().Resources[fmt.Sprintf("data.meshscope_proxy_clusters.p%d", i)]
+					if rs == nil {
+						return fmt.Errorf("data source p%d missing from state", i)
+					}
+					n, _ := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
+					predicted := make([]string, n)
+					for k := range predicted {
+						predicted[k] = rs.Primary.Attributes[fmt.Sprintf("clusters.%d", k)]
+					}
+					proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels}
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					pushed, err := xdsprobe.WaitFor(ctx, istiod.XDSAddr, proxy, func(got []string) bool { return slices.Equal(got, predicted) })
+					cancel()
+					if err != nil || !slices.Equal(pushed, predicted) {
+						return fmt.Errorf("%s/%s (seed %d): istiod pushed %d clusters, meshscope predicted %d\n only pushed:    %v\n only predicted: %v\n(%v)",
+							p.Namespace, p.Name, seed, len(pushed), len(predicted), setMinus(pushed, predicted), setMinus(predicted, pushed), err)
+					}
+				}
+				return nil
+			}
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: cfg.String(), Check: check}},
+			})
+		})
+	}
+}
+
+func setMinus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
