@@ -167,7 +167,7 @@ spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
 				Check: sidecarInCluster(c, ns, "web", ports(443)),
 			},
 			{
-				Config: liveProvider(t, c, token, false) + webScope(ns, "443, 6443"),
+				Config:      liveProvider(t, c, token, false) + webScope(ns, "443, 6443"),
 				ExpectError: regexp.MustCompile(`Port Not Exposed`),
 			},
 			{
