@@ -138,6 +138,14 @@ type Inventory struct {
 	meshSet bool
 	// seq gives objects without a creationTimestamp a stable, increasing creation order.
 	seq int
+	// pos finds an object loaded earlier with the same kind, namespace and name
+	// without scanning its list (see upsert). Clone starts the copy without it.
+	pos listIndexes
+}
+
+// listIndexes holds one listIndex per object list.
+type listIndexes struct {
+	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars *listIndex
 }
 
 // New returns an empty inventory with default mesh settings.
@@ -151,6 +159,7 @@ func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
 // Clone returns a shallow copy whose object lists can be changed independently.
 func (inv *Inventory) Clone() *Inventory {
 	out := *inv
+	out.pos = listIndexes{}
 	out.Namespaces = make(map[string]*Namespace, len(inv.Namespaces))
 	for k, v := range inv.Namespaces {
 		out.Namespaces[k] = v
@@ -215,18 +224,26 @@ func (inv *Inventory) nextCreated() time.Time {
 // NamespaceNames returns the sorted names of every namespace that is declared or
 // that holds an object.
 func (inv *Inventory) NamespaceNames() []string {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(inv.Namespaces))
 	for n := range inv.Namespaces {
 		seen[n] = true
 	}
+	// Objects come grouped by namespace: hash a namespace only when it changes.
+	last, started := "", false
+	add := func(ns string) {
+		if !started || ns != last {
+			seen[ns] = true
+			last, started = ns, true
+		}
+	}
 	for _, s := range inv.Services {
-		seen[s.Namespace] = true
+		add(s.Namespace)
 	}
 	for _, w := range inv.Workloads {
-		seen[w.Namespace] = true
+		add(w.Namespace)
 	}
 	for _, s := range inv.ServiceEntries {
-		seen[s.Namespace] = true
+		add(s.Namespace)
 	}
 	out := make([]string, 0, len(seen))
 	for n := range seen {

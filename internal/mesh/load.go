@@ -10,8 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -114,20 +117,116 @@ func yamlFiles(p string) ([]string, error) {
 }
 
 // AddYAML adds every document of a multi-document YAML stream. Unknown kinds are
-// skipped. A broken document is a *DocumentError naming the source and index.
+// skipped. A broken document is a *DocumentError naming the source and index;
+// the documents before it are added.
 func (inv *Inventory) AddYAML(source string, data []byte) error {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var (
+		docs    [][]byte
+		readErr error
+	)
 	for idx := 0; ; idx++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return &DocumentError{Source: source, Index: idx, Err: err}
+			readErr = &DocumentError{Source: source, Index: idx, Err: err}
+			break
 		}
-		if err := inv.addDocument(source, idx, doc); err != nil {
-			return err
+		docs = append(docs, doc)
+	}
+	// Decoding is pure and runs on every CPU; adding is in document order, so
+	// creation order and "a later document wins" are those of the stream.
+	for _, d := range decodeDocuments(source, docs) {
+		for _, o := range d.objects {
+			inv.add(o)
 		}
+		if d.err != nil {
+			return d.err
+		}
+	}
+	return readErr
+}
+
+// object is one decoded object; exactly one field is set.
+type object struct {
+	namespace       *Namespace
+	service         *Service
+	workload        *Workload
+	serviceEntry    *ServiceEntry
+	destinationRule *DestinationRule
+	virtualService  *VirtualService
+	sidecar         *Sidecar
+	mesh            *MeshSettings
+}
+
+// decoded is what one document holds: its objects, in order, up to the first
+// error, if any.
+type decoded struct {
+	objects []object
+	err     error
+}
+
+// parallelDocuments is the smallest stream decoded on several goroutines.
+const parallelDocuments = 64
+
+func decodeDocuments(source string, docs [][]byte) []decoded {
+	out := make([]decoded, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), len(docs)/parallelDocuments)
+	if workers < 2 {
+		for i, doc := range docs {
+			out[i].objects, out[i].err = decodeDocument(source, i, doc)
+		}
+		return out
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(docs) {
+					return
+				}
+				out[i].objects, out[i].err = decodeDocument(source, i, docs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// add puts a decoded object into the inventory.
+func (inv *Inventory) add(o object) {
+	switch {
+	case o.namespace != nil:
+		inv.Namespaces[o.namespace.Name] = o.namespace
+	case o.service != nil:
+		inv.stamp(&o.service.Meta)
+		inv.Services = upsert(inv.Services, o.service, &inv.pos.services)
+	case o.workload != nil:
+		inv.stamp(&o.workload.Meta)
+		inv.Workloads = upsert(inv.Workloads, o.workload, &inv.pos.workloads)
+	case o.serviceEntry != nil:
+		inv.stamp(&o.serviceEntry.Meta)
+		inv.ServiceEntries = upsert(inv.ServiceEntries, o.serviceEntry, &inv.pos.serviceEntries)
+	case o.destinationRule != nil:
+		inv.stamp(&o.destinationRule.Meta)
+		inv.DestinationRules = upsert(inv.DestinationRules, o.destinationRule, &inv.pos.destinationRules)
+	case o.virtualService != nil:
+		inv.stamp(&o.virtualService.Meta)
+		inv.VirtualServices = upsert(inv.VirtualServices, o.virtualService, &inv.pos.virtualServices)
+	case o.sidecar != nil:
+		inv.stamp(&o.sidecar.Meta)
+		inv.Sidecars = upsert(inv.Sidecars, o.sidecar, &inv.pos.sidecars)
+	case o.mesh != nil:
+		inv.Mesh = *o.mesh
+		inv.meshSet = true
 	}
 }
 
@@ -137,42 +236,44 @@ type envelope struct {
 	Items           []json.RawMessage `json:"items"`
 }
 
-func (inv *Inventory) addDocument(source string, idx int, doc []byte) error {
+func decodeDocument(source string, idx int, doc []byte) ([]object, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
-		return nil
+		return nil, nil
 	}
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return &DocumentError{Source: source, Index: idx, Err: err}
+		return nil, &DocumentError{Source: source, Index: idx, Err: err}
 	}
 	js = bytes.TrimSpace(js)
 	if bytes.Equal(js, []byte("null")) {
-		return nil // a document holding only comments
+		return nil, nil // a document holding only comments
 	}
 	if len(js) == 0 || js[0] != '{' {
-		return &DocumentError{Source: source, Index: idx, Err: errors.New("document is not a YAML mapping (a Kubernetes object needs apiVersion, kind and metadata)")}
+		return nil, &DocumentError{Source: source, Index: idx, Err: errors.New("document is not a YAML mapping (a Kubernetes object needs apiVersion, kind and metadata)")}
 	}
-	return inv.addJSON(source, idx, js)
+	return decodeJSON(nil, source, idx, js)
 }
 
-func (inv *Inventory) addJSON(source string, idx int, js []byte) error {
+// decodeJSON appends the objects of one JSON object (a List holds several) to out.
+func decodeJSON(out []object, source string, idx int, js []byte) ([]object, error) {
 	var env envelope
 	if err := json.Unmarshal(js, &env); err != nil {
-		return &DocumentError{Source: source, Index: idx, Err: err}
+		return out, &DocumentError{Source: source, Index: idx, Err: err}
 	}
 	docErr := func(err error) error {
 		return &DocumentError{Source: source, Index: idx, Kind: env.Kind, Name: env.Metadata.Name, Err: err}
 	}
 	if env.Kind == "" || env.APIVersion == "" {
-		return docErr(errors.New("object has no apiVersion or kind"))
+		return out, docErr(errors.New("object has no apiVersion or kind"))
 	}
 	if env.Kind == "List" || strings.HasSuffix(env.Kind, "List") && env.Items != nil {
 		for _, item := range env.Items {
-			if err := inv.addJSON(source, idx, item); err != nil {
-				return err
+			var err error
+			if out, err = decodeJSON(out, source, idx, item); err != nil {
+				return out, err
 			}
 		}
-		return nil
+		return out, nil
 	}
 	src := fmt.Sprintf("%s#%d", source, idx)
 	group := env.APIVersion
@@ -186,33 +287,44 @@ func (inv *Inventory) addJSON(source string, idx int, js []byte) error {
 		switch env.Kind {
 		case "ServiceEntry", "DestinationRule", "VirtualService", "Sidecar":
 		default:
-			return nil
+			return out, nil
 		}
 		if !istioGroupVersions[env.APIVersion] {
-			return docErr(fmt.Errorf("unsupported apiVersion %q for %s: use networking.istio.io/v1, v1beta1 or v1alpha3", env.APIVersion, env.Kind))
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use networking.istio.io/v1, v1beta1 or v1alpha3", env.APIVersion, env.Kind))
 		}
-		return inv.addIstio(env.Kind, js, src, docErr)
+		o, err := decodeIstio(env.Kind, js, src)
+		if err != nil {
+			return out, docErr(err)
+		}
+		return append(out, o), nil
 	case "", "apps", "batch":
 	default:
-		return nil
+		return out, nil
 	}
 	switch env.Kind {
 	case "Namespace", "Service", "Pod", "ConfigMap":
 		if env.APIVersion != "v1" {
-			return docErr(fmt.Errorf("unsupported apiVersion %q for %s: use v1", env.APIVersion, env.Kind))
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use v1", env.APIVersion, env.Kind))
 		}
 	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet":
 		if env.APIVersion != "apps/v1" {
-			return docErr(fmt.Errorf("unsupported apiVersion %q for %s: use apps/v1", env.APIVersion, env.Kind))
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use apps/v1", env.APIVersion, env.Kind))
 		}
 	case "Job":
 		if env.APIVersion != "batch/v1" {
-			return docErr(fmt.Errorf("unsupported apiVersion %q for %s: use batch/v1", env.APIVersion, env.Kind))
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use batch/v1", env.APIVersion, env.Kind))
 		}
 	default:
-		return nil
+		return out, nil
 	}
-	return inv.addKube(env.Kind, js, src, docErr)
+	o, ok, err := decodeKube(env.Kind, js, src)
+	if err != nil {
+		return out, docErr(err)
+	}
+	if ok {
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 func meta(kind, apiVersion string, om metav1.ObjectMeta, src string) Meta {
@@ -228,20 +340,69 @@ func meta(kind, apiVersion string, om metav1.ObjectMeta, src string) Meta {
 }
 
 // upsert appends obj, or replaces an earlier object with the same namespace and
-// name (a later document wins, as with kubectl apply).
-func upsert[T interface{ meta() *Meta }](list []T, obj T) []T {
+// name (a later document wins, as with kubectl apply). ix remembers where each
+// object of the list is, so that loading n objects takes O(n), not O(n²).
+func upsert[T interface{ meta() *Meta }](list []T, obj T, ix **listIndex) []T {
 	m := obj.meta()
-	for i, old := range list {
-		om := old.meta()
-		if om.Namespace == m.Namespace && om.Name == m.Name && om.Kind == m.Kind {
-			if m.Created.Year() >= 2200 {
-				m.Created = om.Created
+	k := objKey{m.Kind, m.Namespace, m.Name}
+	if i, found := lookup(ix, list, k); found {
+		if m.Created.Year() >= 2200 {
+			m.Created = list[i].meta().Created
+		}
+		list[i] = obj
+		return list
+	}
+	list = append(list, obj)
+	(*ix).pos[k] = len(list) - 1
+	(*ix).n, (*ix).first = identity(list)
+	return list
+}
+
+type objKey struct{ kind, ns, name string }
+
+func keyOf(m *Meta) objKey { return objKey{m.Kind, m.Namespace, m.Name} }
+
+// listIndex maps kind, namespace and name to the position of the first such
+// object in one of the inventory's lists. It holds for the list it was built or
+// last updated for: the same length and the same backing array.
+type listIndex struct {
+	n     int
+	first any
+	pos   map[objKey]int
+}
+
+// lookup finds k in list through *ix. The index is built again when the list
+// was changed by other means than upsert.
+func lookup[T interface{ meta() *Meta }](ix **listIndex, list []T, k objKey) (int, bool) {
+	if idx := *ix; idx != nil {
+		if n, first := identity(list); n == idx.n && first == idx.first {
+			i, ok := idx.pos[k]
+			if !ok {
+				return 0, false
 			}
-			list[i] = obj
-			return list
+			if keyOf(list[i].meta()) == k {
+				return i, true
+			}
 		}
 	}
-	return append(list, obj)
+	idx := &listIndex{pos: make(map[objKey]int, len(list))}
+	for i, o := range list {
+		if _, dup := idx.pos[keyOf(o.meta())]; !dup {
+			idx.pos[keyOf(o.meta())] = i
+		}
+	}
+	idx.n, idx.first = identity(list)
+	*ix = idx
+	i, ok := idx.pos[k]
+	return i, ok
+}
+
+// identity returns the length of a list and the address of its first element.
+func identity[T any](list []T) (int, any) {
+	if len(list) == 0 {
+		return 0, nil
+	}
+	return len(list), &list[0]
 }
 
 func (inv *Inventory) stamp(m *Meta) {
@@ -250,54 +411,51 @@ func (inv *Inventory) stamp(m *Meta) {
 	}
 }
 
-func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(error) error) error {
+// decodeKube decodes a Kubernetes object; ok is false for objects meshscope
+// does not keep (ConfigMaps other than `istio`).
+func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 	switch kind {
 	case "Namespace":
 		var o corev1.Namespace
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, false, err
 		}
 		m := meta(kind, "v1", o.ObjectMeta, src)
 		m.Namespace = ""
 		if o.Name == "" {
-			return docErr(errors.New("metadata.name is empty"))
+			return object{}, false, errors.New("metadata.name is empty")
 		}
-		inv.Namespaces[o.Name] = &Namespace{Meta: m}
+		return object{namespace: &Namespace{Meta: m}}, true, nil
 	case "Service":
 		var o corev1.Service
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, false, err
 		}
 		if o.Name == "" {
-			return docErr(errors.New("metadata.name is empty"))
+			return object{}, false, errors.New("metadata.name is empty")
 		}
 		DefaultService(&o.Spec)
-		s := &Service{Meta: meta(kind, "v1", o.ObjectMeta, src), Spec: o.Spec}
-		inv.stamp(&s.Meta)
-		inv.Services = upsert(inv.Services, s)
+		return object{service: &Service{Meta: meta(kind, "v1", o.ObjectMeta, src), Spec: o.Spec}}, true, nil
 	case "ConfigMap":
 		var o corev1.ConfigMap
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, false, err
 		}
 		if o.Name != "istio" {
-			return nil
+			return object{}, false, nil
 		}
 		settings, err := ParseMeshConfig(o.Data["mesh"])
 		if err != nil {
-			return docErr(fmt.Errorf("data.mesh: %w", err))
+			return object{}, false, fmt.Errorf("data.mesh: %w", err)
 		}
 		settings.Source = src
-		inv.Mesh = settings
-		inv.meshSet = true
+		return object{mesh: &settings}, true, nil
 	case "Pod":
 		var o corev1.Pod
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, false, err
 		}
-		w := &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP}
-		inv.stamp(&w.Meta)
-		inv.Workloads = upsert(inv.Workloads, w)
+		return object{workload: &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP}}, true, nil
 	default:
 		var (
 			om       metav1.ObjectMeta
@@ -309,39 +467,36 @@ func (inv *Inventory) addKube(kind string, js []byte, src string, docErr func(er
 		case "Deployment":
 			var o appsv1.Deployment
 			if err := json.Unmarshal(js, &o); err != nil {
-				return docErr(err)
+				return object{}, false, err
 			}
 			om, tpl, replicas = o.ObjectMeta, o.Spec.Template, o.Spec.Replicas
 		case "StatefulSet":
 			var o appsv1.StatefulSet
 			if err := json.Unmarshal(js, &o); err != nil {
-				return docErr(err)
+				return object{}, false, err
 			}
 			om, tpl, replicas = o.ObjectMeta, o.Spec.Template, o.Spec.Replicas
 		case "DaemonSet":
 			var o appsv1.DaemonSet
 			if err := json.Unmarshal(js, &o); err != nil {
-				return docErr(err)
+				return object{}, false, err
 			}
 			om, tpl = o.ObjectMeta, o.Spec.Template
 		case "ReplicaSet":
 			var o appsv1.ReplicaSet
 			if err := json.Unmarshal(js, &o); err != nil {
-				return docErr(err)
+				return object{}, false, err
 			}
 			om, tpl, replicas = o.ObjectMeta, o.Spec.Template, o.Spec.Replicas
 		case "Job":
 			var o batchv1.Job
 			if err := json.Unmarshal(js, &o); err != nil {
-				return docErr(err)
+				return object{}, false, err
 			}
 			om, tpl, gv = o.ObjectMeta, o.Spec.Template, "batch/v1"
 		}
-		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, Ports: containerPorts(tpl.Spec), Replicas: replicas}
-		inv.stamp(&w.Meta)
-		inv.Workloads = upsert(inv.Workloads, w)
+		return object{workload: &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, Ports: containerPorts(tpl.Spec), Replicas: replicas}}, true, nil
 	}
-	return nil
 }
 
 func containerPorts(spec corev1.PodSpec) []ContainerPort {
@@ -375,42 +530,33 @@ func DefaultService(spec *corev1.ServiceSpec) {
 	}
 }
 
-func (inv *Inventory) addIstio(kind string, js []byte, src string, docErr func(error) error) error {
+func decodeIstio(kind string, js []byte, src string) (object, error) {
 	switch kind {
 	case "ServiceEntry":
 		var o networkingv1.ServiceEntry
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, err
 		}
-		x := &ServiceEntry{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
-		inv.stamp(&x.Meta)
-		inv.ServiceEntries = upsert(inv.ServiceEntries, x)
+		return object{serviceEntry: &ServiceEntry{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}}, nil
 	case "DestinationRule":
 		var o networkingv1.DestinationRule
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, err
 		}
-		x := &DestinationRule{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
-		inv.stamp(&x.Meta)
-		inv.DestinationRules = upsert(inv.DestinationRules, x)
+		return object{destinationRule: &DestinationRule{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}}, nil
 	case "VirtualService":
 		var o networkingv1.VirtualService
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, err
 		}
-		x := &VirtualService{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
-		inv.stamp(&x.Meta)
-		inv.VirtualServices = upsert(inv.VirtualServices, x)
-	case "Sidecar":
+		return object{virtualService: &VirtualService{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}}, nil
+	default: // Sidecar
 		var o networkingv1.Sidecar
 		if err := json.Unmarshal(js, &o); err != nil {
-			return docErr(err)
+			return object{}, err
 		}
-		x := &Sidecar{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}
-		inv.stamp(&x.Meta)
-		inv.Sidecars = upsert(inv.Sidecars, x)
+		return object{sidecar: &Sidecar{Meta: meta(kind, o.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}}, nil
 	}
-	return nil
 }
 
 // ParseSidecar parses one Sidecar manifest (YAML).

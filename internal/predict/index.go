@@ -3,6 +3,7 @@ package predict
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,23 @@ type svcPort struct {
 	name  string
 	num   int
 	proto string
+	// cluster is the outbound cluster name, "outbound|<num>||<host>".
+	cluster string
+}
+
+// outboundName is the name of a service port's outbound cluster.
+func outboundName(num int, subset, host string) string {
+	return "outbound|" + strconv.Itoa(num) + "|" + subset + "|" + host
+}
+
+// withClusterNames returns the ports with their outbound cluster names for host.
+func withClusterNames(ports []svcPort, host string) []svcPort {
+	out := make([]svcPort, len(ports))
+	for i, p := range ports {
+		p.cluster = outboundName(p.num, "", host)
+		out[i] = p
+	}
+	return out
 }
 
 // service mirrors istio model.Service: one hostname of one registry object.
@@ -47,6 +65,12 @@ type service struct {
 	dnsRace        bool
 	// full is the canonical scoped view with every port.
 	full *scoped
+	// pos is the service's position in index.services.
+	pos int
+	// ambiguous is set when another service of the index has the same host, or
+	// when the service is exported twice to a namespace: a scope then has to
+	// choose between the candidates, or drop the repeat.
+	ambiguous bool
 }
 
 // scoped is a service as a sidecar scope holds it: possibly trimmed to some ports.
@@ -62,7 +86,9 @@ type vsEntry struct {
 }
 
 type consolidatedDR struct {
-	rule     *mesh.DestinationRule
+	rule *mesh.DestinationRule
+	// name is "name.namespace" of rule.
+	name     string
 	exportTo map[string]bool
 	selector map[string]string
 	hasSel   bool
@@ -93,6 +119,7 @@ type index struct {
 
 	services   []*service
 	public     []*service
+	publicByNs map[string][]*service
 	exportedTo map[string][]*service
 	byHostNs   map[string]map[string]*service
 
@@ -194,23 +221,34 @@ func (ix *index) initServices() {
 	})
 	ix.services = all
 	ix.exportedTo = map[string][]*service{}
+	ix.publicByNs = map[string][]*service{}
 	ix.byHostNs = map[string]map[string]*service{}
+	hostCount := make(map[string]int, len(all))
 	for _, s := range all {
+		hostCount[s.host]++
+	}
+	for i, s := range all {
+		s.pos = i
+		s.ambiguous = hostCount[s.host] > 1
 		s.full = &scoped{svc: s, ports: s.ports}
 		exp := ix.serviceExportTo(s)
 		switch {
 		case slices.Contains(exp, "*"):
 			ix.public = append(ix.public, s)
+			ix.publicByNs[s.ns] = append(ix.publicByNs[s.ns], s)
 		case slices.Contains(exp, "~"):
 		default:
 			seenOwn := false
-			for _, e := range exp {
+			for k, e := range exp {
 				if e == "." || e == s.ns {
 					if !seenOwn {
 						ix.exportedTo[s.ns] = append(ix.exportedTo[s.ns], s)
 						seenOwn = true
 					}
 					continue
+				}
+				if slices.Contains(exp[:k], e) {
+					s.ambiguous = true
 				}
 				ix.exportedTo[e] = append(ix.exportedTo[e], s)
 			}
@@ -285,7 +323,8 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 		s.res = resPassthrough
 	}
 	for _, p := range ks.Spec.Ports {
-		s.ports = append(s.ports, svcPort{name: p.Name, num: int(p.Port), proto: convertKubeProtocol(p.Port, p.Name, p.Protocol, p.AppProtocol)})
+		s.ports = append(s.ports, svcPort{name: p.Name, num: int(p.Port), proto: convertKubeProtocol(p.Port, p.Name, p.Protocol, p.AppProtocol),
+			cluster: outboundName(int(p.Port), "", s.host)})
 	}
 	return s
 }
@@ -332,7 +371,7 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 	var out []*service
 	for _, h := range spec.GetHosts() {
 		out = append(out, &service{
-			host: h, ns: se.Namespace, attrName: h, objName: se.Name, res: res, ports: ports,
+			host: h, ns: se.Namespace, attrName: h, objName: se.Name, res: res, ports: withClusterNames(ports, h),
 			exportTo: exportTo, created: se.Created, labels: se.Labels, selector: selector,
 			endpointLabels: endpoints,
 			dnsRace:        se.Annotations["networking.istio.io/dns-connect-strategy"] == "RACE_FIRST_TCP_CONNECT",
@@ -459,6 +498,11 @@ func (ix *index) destinations(e *vsEntry, configNs string) (map[string]map[int]b
 
 // ---- destination rules (R33) ----
 
+// hasDRs reports whether any DestinationRule is indexed.
+func (ix *index) hasDRs() bool {
+	return len(ix.drLocal) > 0 || len(ix.drExported) > 0 || len(ix.drRoot.specific) > 0 || len(ix.drRoot.wildcard) > 0
+}
+
 func (ix *index) initDestinationRules() {
 	ix.drLocal = map[string]*drSet{}
 	ix.drExported = map[string]*drSet{}
@@ -562,7 +606,7 @@ func mergeDR(set *drSet, dr *mesh.DestinationRule, h string, exp map[string]bool
 	}
 	hasSel := dr.Spec.GetWorkloadSelector() != nil
 	fresh := func() *consolidatedDR {
-		return &consolidatedDR{rule: dr, exportTo: exp, selector: sel, hasSel: hasSel,
+		return &consolidatedDR{rule: dr, name: dr.Name + "." + dr.Namespace, exportTo: exp, selector: sel, hasSel: hasSel,
 			subsets: slices.Clone(dr.Spec.GetSubsets()), policy: dr.Spec.GetTrafficPolicy(), from: []string{dr.Key()}}
 	}
 	list, exists := m[h]

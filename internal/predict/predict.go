@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"slices"
@@ -18,12 +19,23 @@ import (
 
 // Predictor holds the indexes istiod builds in its PushContext for one inventory.
 // It is safe for concurrent use. Proxies that share a Sidecar and namespace share
-// the scope computation.
+// the scope computation and, unless a DestinationRule with a workloadSelector
+// tells them apart, the sorted list of outbound clusters.
 type Predictor struct {
 	ix     *index
 	mu     sync.Mutex
 	scopes map[scopeKey]*sidecarScope
+	// kept lists the scopes that hold a sorted outbound list, oldest first;
+	// keptClusters counts the clusters they hold, at most budget.
+	kept         []*sidecarScope
+	keptClusters int
+	budget       int
 }
+
+// sortedBudget bounds the outbound clusters a Predictor keeps sorted for
+// reuse, about 100 MiB. Beyond it the scopes used least recently recompute
+// their list when a proxy needs it again.
+const sortedBudget = 1 << 20
 
 type scopeKey struct {
 	sc *mesh.Sidecar
@@ -51,7 +63,7 @@ func New(inv *mesh.Inventory, opts Options) (*Predictor, error) {
 	if domain == "" {
 		domain = mesh.DefaultDomainSuffix
 	}
-	return &Predictor{ix: buildIndex(inv, ver, domain), scopes: map[scopeKey]*sidecarScope{}}, nil
+	return &Predictor{ix: buildIndex(inv, ver, domain), scopes: map[scopeKey]*sidecarScope{}, budget: sortedBudget}, nil
 }
 
 // SidecarFor returns the Sidecar that applies to the proxy, or nil for the default scope.
@@ -81,26 +93,103 @@ func (p *Predictor) Predict(proxy Proxy) *Result {
 	if sc != nil {
 		res.Sidecar = sc.Key()
 	}
-	var out []Cluster
-	for _, s := range scope.services {
-		out = ix.appendOutbound(out, scope, proxy, s)
-	}
-	out = append(out,
-		Cluster{Name: "BlackHoleCluster", Type: TypeStatic},
-		Cluster{Name: "PassthroughCluster", Type: TypeOriginalDst})
-	if scope.outbound == "ALLOW_ANY_DYNAMIC_DNS" {
-		out = append(out, Cluster{Name: "AllowAnyDynamicDNSCluster", Type: "DYNAMIC_FORWARD_PROXY"})
-	}
-	out = append(out, ix.inbound(sc, proxy)...)
-	if ix.ver.AtLeast(23) {
-		out = append(out, Cluster{Name: "InboundPassthroughCluster", Type: TypeOriginalDst})
+	// The outbound clusters depend on the proxy only through DestinationRules
+	// with a workloadSelector. Without them, every proxy of the scope gets the
+	// same list, and the first one sorts it for the others.
+	var outbound []Cluster
+	if scope.labelFree {
+		outbound = p.sortedOutbound(scope)
 	} else {
-		out = append(out, Cluster{Name: "InboundPassthroughClusterIpv4", Type: TypeOriginalDst})
+		outbound = ix.sortedOutbound(scope, proxy)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	res.Clusters = out
+	rest := []Cluster{
+		{Name: "BlackHoleCluster", Type: TypeStatic},
+		{Name: "PassthroughCluster", Type: TypeOriginalDst},
+	}
+	if scope.outbound == "ALLOW_ANY_DYNAMIC_DNS" {
+		rest = append(rest, Cluster{Name: "AllowAnyDynamicDNSCluster", Type: "DYNAMIC_FORWARD_PROXY"})
+	}
+	rest = append(rest, ix.inbound(sc, proxy)...)
+	if ix.ver.AtLeast(23) {
+		rest = append(rest, Cluster{Name: "InboundPassthroughCluster", Type: TypeOriginalDst})
+	} else {
+		rest = append(rest, Cluster{Name: "InboundPassthroughClusterIpv4", Type: TypeOriginalDst})
+	}
+	slices.SortStableFunc(rest, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	res.Clusters = mergeByName(outbound, rest)
 	res.Bootstrap = ix.bootstrap()
 	return res
+}
+
+// sortedOutbound returns the outbound clusters of the proxy, sorted by name
+// (stably, in the order istiod builds them for equal names).
+func (ix *index) sortedOutbound(scope *sidecarScope, proxy Proxy) []Cluster {
+	raw := make([]Cluster, 0, scope.clusterHint)
+	for _, s := range scope.services {
+		raw = ix.appendOutbound(raw, scope, proxy, s)
+	}
+	order := make([]int32, len(raw))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(raw[a].Name, raw[b].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]Cluster, len(raw))
+	for i, j := range order {
+		out[i] = raw[j]
+	}
+	return out
+}
+
+// sortedOutbound returns the sorted outbound clusters every proxy of a
+// labelFree scope gets. The list is shared: it must not be changed.
+func (p *Predictor) sortedOutbound(scope *sidecarScope) []Cluster {
+	scope.sortedMu.Lock()
+	list := scope.sorted
+	scope.sortedMu.Unlock()
+	if list != nil {
+		return list
+	}
+	list = p.ix.sortedOutbound(scope, Proxy{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	scope.sortedMu.Lock()
+	if scope.sorted != nil {
+		list = scope.sorted // another proxy was faster
+		scope.sortedMu.Unlock()
+		return list
+	}
+	scope.sorted = list
+	scope.sortedMu.Unlock()
+	p.kept = append(p.kept, scope)
+	p.keptClusters += len(list)
+	for p.keptClusters > p.budget && len(p.kept) > 1 {
+		old := p.kept[0]
+		p.kept = p.kept[1:]
+		old.sortedMu.Lock()
+		p.keptClusters -= len(old.sorted)
+		old.sorted = nil
+		old.sortedMu.Unlock()
+	}
+	return list
+}
+
+// mergeByName merges two lists sorted by name. On equal names a comes first:
+// the result is the stable sort of a followed by b.
+func mergeByName(a, b []Cluster) []Cluster {
+	out := make([]Cluster, 0, len(a)+len(b))
+	i := 0
+	for _, c := range b {
+		k := i + sort.Search(len(a)-i, func(x int) bool { return a[i+x].Name > c.Name })
+		out = append(out, a[i:k]...)
+		out = append(out, c)
+		i = k
+	}
+	return append(out, a[i:]...)
 }
 
 func (ix *index) bootstrap() []Cluster {
@@ -121,7 +210,7 @@ func drName(d *consolidatedDR) string {
 	if d == nil {
 		return ""
 	}
-	return d.rule.Name + "." + d.rule.Namespace
+	return d.name
 }
 
 // lbFor returns the effective load balancer of a traffic policy for a port.
@@ -144,7 +233,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 		for _, p := range s.ports {
 			switch p.proto {
 			case protoHTTP, protoTLS, protoGRPC, protoHTTP2:
-				out = append(out, Cluster{Name: fmt.Sprintf("outbound|%d||%s", p.num, svc.host), FQDN: svc.host, Port: p.num,
+				out = append(out, Cluster{Name: p.cluster, FQDN: svc.host, Port: p.num,
 					Direction: Outbound, Type: "DYNAMIC_FORWARD_PROXY", DestinationRule: drName(dr)})
 			}
 		}
@@ -177,7 +266,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 		if lbFor(policy, p.num).GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
 			typ = TypeOriginalDst
 		}
-		out = append(out, Cluster{Name: fmt.Sprintf("outbound|%d||%s", p.num, svc.host), FQDN: svc.host, Port: p.num,
+		out = append(out, Cluster{Name: p.cluster, FQDN: svc.host, Port: p.num,
 			Direction: Outbound, Type: typ, DestinationRule: drName(dr)})
 		if dr == nil {
 			continue
@@ -190,7 +279,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 			if (styp == TypeStrictDNS || styp == TypeLogicalDNS) && !hasEndpointWith(svc.endpointLabels, ss.GetLabels()) {
 				continue
 			}
-			out = append(out, Cluster{Name: fmt.Sprintf("outbound|%d|%s|%s", p.num, ss.GetName(), svc.host), FQDN: svc.host,
+			out = append(out, Cluster{Name: outboundName(p.num, ss.GetName(), svc.host), FQDN: svc.host,
 				Port: p.num, Subset: ss.GetName(), Direction: Outbound, Type: styp, DestinationRule: drName(dr)})
 		}
 	}

@@ -1,8 +1,10 @@
 package predict
 
 import (
+	"cmp"
 	"slices"
 	"strings"
+	"sync"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -64,6 +66,15 @@ type sidecarScope struct {
 	services []*scoped
 	drs      map[string][]*consolidatedDR
 	outbound string
+	// labelFree is set when no DestinationRule with a workloadSelector can apply
+	// to the scope's proxies: their outbound clusters are then all the same.
+	labelFree bool
+	// sorted are the sorted outbound clusters of a labelFree scope, computed by
+	// the first proxy and shared by the others while the Predictor keeps them.
+	sortedMu sync.Mutex
+	sorted   []Cluster
+	// clusterHint is the number of outbound clusters to expect.
+	clusterHint int
 }
 
 type listener struct {
@@ -91,9 +102,22 @@ func (ix *index) buildScope(sc *mesh.Sidecar, configNs string) *sidecarScope {
 	}
 	out.collect(ix, listeners, configNs)
 	out.drs = map[string][]*consolidatedDR{}
+	if ix.hasDRs() {
+		for _, s := range out.services {
+			if l := ix.destinationRule(configNs, s.svc); l != nil {
+				out.drs[s.svc.host] = l
+			}
+		}
+	}
 	for _, s := range out.services {
-		if l := ix.destinationRule(configNs, s.svc); l != nil {
-			out.drs[s.svc.host] = l
+		out.clusterHint += len(s.ports)
+	}
+	out.labelFree = true
+	for _, l := range out.drs {
+		for _, d := range l {
+			if d.hasSel && d.rule.Namespace == configNs {
+				out.labelFree = false
+			}
 		}
 	}
 	if otp := spec.GetOutboundTrafficPolicy(); otp != nil {
@@ -145,9 +169,12 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 	}
 	l.vss = ix.selectVirtualServices(configNs, l.hosts)
 	var cands []*service
-	if allExact {
+	switch _, wild := l.hosts["*"]; {
+	case allExact:
 		cands = ix.servicesForExactHosts(configNs, l.hosts)
-	} else {
+	case !wild:
+		cands = ix.servicesExportedToIn(configNs, l.hosts)
+	default:
 		cands = ix.servicesExportedTo(configNs)
 	}
 	l.services = ix.selectServices(l, cands, configNs)
@@ -176,6 +203,23 @@ func (ix *index) servicesForExactHosts(configNs string, hosts map[string]*hostCl
 	return out
 }
 
+// servicesExportedToIn is servicesExportedTo restricted to the namespaces of
+// hosts, in the same order: a listener without a "*/" host imports nothing else.
+func (ix *index) servicesExportedToIn(configNs string, hosts map[string]*hostClass) []*service {
+	var out []*service
+	for _, s := range ix.exportedTo[configNs] {
+		if hosts[s.ns] != nil {
+			out = append(out, s)
+		}
+	}
+	private := len(out)
+	for ns := range hosts {
+		out = append(out, ix.publicByNs[ns]...)
+	}
+	slices.SortFunc(out[private:], func(a, b *service) int { return cmp.Compare(a.pos, b.pos) })
+	return out
+}
+
 func (ix *index) selectServices(l *listener, cands []*service, configNs string) []*scoped {
 	var imported []*scoped
 	wild := l.hosts["*"]
@@ -200,9 +244,13 @@ func (ix *index) selectServices(l *listener, cands []*service, configNs string) 
 		ns  string
 		k8s bool
 	}
+	// Only hosts that several services share need a choice.
 	valid := map[string]choice{}
 	unified := ix.ver.AtLeast(23)
 	for _, s := range imported {
+		if !s.svc.ambiguous {
+			continue
+		}
 		c := choice{s.svc.ns, s.svc.k8s}
 		ex, found := valid[s.svc.host]
 		switch {
@@ -216,7 +264,7 @@ func (ix *index) selectServices(l *listener, cands []*service, configNs string) 
 	}
 	out := imported[:0]
 	for _, s := range imported {
-		if valid[s.svc.host].ns == s.svc.ns {
+		if !s.svc.ambiguous || valid[s.svc.host].ns == s.svc.ns {
 			out = append(out, s)
 		}
 	}
@@ -303,6 +351,13 @@ type addedIndex struct {
 
 // collect mirrors SidecarScope.collectImportedServices and appendSidecarServices (R24, R25).
 func (sc *sidecarScope) collect(ix *index, listeners []*listener, configNs string) {
+	// One listener and no VirtualService: appendSvc below would keep the
+	// listener's services as they are unless two of them share a host.
+	if len(listeners) == 1 && len(listeners[0].vss) == 0 &&
+		!slices.ContainsFunc(listeners[0].services, func(s *scoped) bool { return s.svc.ambiguous }) {
+		sc.services = slices.Clone(listeners[0].services)
+		return
+	}
 	added := map[string]addedIndex{}
 	appendSvc := func(s *scoped) {
 		if s == nil {
