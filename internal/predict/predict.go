@@ -3,6 +3,7 @@ package predict
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -64,6 +65,33 @@ func New(inv *mesh.Inventory, opts Options) (*Predictor, error) {
 		domain = mesh.DefaultDomainSuffix
 	}
 	return &Predictor{ix: buildIndex(inv, ver, domain), scopes: map[scopeKey]*sidecarScope{}, budget: sortedBudget}, nil
+}
+
+// WithSidecars returns a Predictor for the inventory with the given Sidecars
+// in place of those of the same namespace and name, or added, as
+// mesh.Inventory.WithSidecars makes it. It predicts exactly what New on that
+// inventory would, but reuses every index that does not depend on Sidecars
+// (services, VirtualServices, DestinationRules, workloads), so a plan that
+// tries one Sidecar per scope indexes the mesh once.
+func (p *Predictor) WithSidecars(sidecars ...*mesh.Sidecar) *Predictor {
+	return p.withInventory(p.ix.inv.WithSidecars(sidecars...))
+}
+
+// WithoutSidecars is WithSidecars for mesh.Inventory.WithoutSidecars: the
+// inventory without the Sidecars drop selects.
+func (p *Predictor) WithoutSidecars(drop func(*mesh.Sidecar) bool) *Predictor {
+	return p.withInventory(p.ix.inv.WithoutSidecars(drop))
+}
+
+// withInventory re-indexes the Sidecars of inv, which differs from the
+// Predictor's inventory in its Sidecars only. Scopes are computed afresh.
+func (p *Predictor) withInventory(inv *mesh.Inventory) *Predictor {
+	ix := *p.ix
+	ix.inv = inv
+	ix.visible = maps.Clone(p.ix.visible)
+	ix.rootSidecar = nil
+	ix.initSidecars()
+	return &Predictor{ix: &ix, scopes: map[scopeKey]*sidecarScope{}, budget: p.budget}
 }
 
 // SidecarFor returns the Sidecar that applies to the proxy, or nil for the default scope.

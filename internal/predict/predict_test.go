@@ -421,9 +421,25 @@ data:
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := p.Predict(Proxy{Namespace: tc.ns, Labels: tc.labels}).Names()
+			proxy := Proxy{Namespace: tc.ns, Labels: tc.labels}
+			got := p.Predict(proxy).Names()
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("clusters differ\n only got:  %v\n only want: %v", setMinus(got, tc.want), setMinus(tc.want, got))
+			}
+			// A Predictor derived by swapping the Sidecars predicts what New does.
+			bare := p.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
+			fresh, err := New(inv.WithoutSidecars(func(*mesh.Sidecar) bool { return true }), Options{IstioVersion: tc.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			derived := bare.WithSidecars(inv.Sidecars...)
+			for _, w := range append(p.WorkloadProxies(), WorkloadProxy{Namespace: tc.ns, Labels: tc.labels}) {
+				if d, n := derived.Predict(w.Proxy()).Names(), p.Predict(w.Proxy()).Names(); !slices.Equal(d, n) {
+					t.Errorf("%s/%s: WithSidecars predicts %v, New %v", w.Namespace, w.Name, d, n)
+				}
+				if d, n := bare.Predict(w.Proxy()).Names(), fresh.Predict(w.Proxy()).Names(); !slices.Equal(d, n) {
+					t.Errorf("%s/%s: WithoutSidecars predicts %v, New %v", w.Namespace, w.Name, d, n)
+				}
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 )
 
@@ -151,7 +150,6 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	}
 
 	// The Sidecars given are evaluated as if applied.
-	inv := d.data.inv
 	pr := d.data.predictor
 	if !model.Sidecars.IsNull() {
 		var sidecars []*mesh.Sidecar
@@ -171,22 +169,9 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		inv = inv.WithSidecars(sidecars...)
-		var err error
-		if pr, err = predict.New(inv, d.data.predictOpts); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("sidecars"), "Cluster Prediction Failed",
-				fmt.Sprintf("The inventory with the given Sidecars cannot be indexed for prediction.\n\nOriginal Error: %s", err))
-			return
-		}
+		pr = pr.WithSidecars(sidecars...)
 	}
-
-	baseInv := inv.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
-	basePr, err := predict.New(baseInv, d.data.predictOpts)
-	if err != nil {
-		resp.Diagnostics.AddError("Cluster Prediction Failed",
-			fmt.Sprintf("The inventory without Sidecars cannot be indexed for prediction.\n\nOriginal Error: %s", err))
-		return
-	}
+	basePr := d.data.predictor.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
 
 	res := pr.Predict(proxy)
 	baseline := basePr.Predict(proxy)

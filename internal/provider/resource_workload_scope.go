@@ -21,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
@@ -403,22 +402,13 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 
 	// The inventory with this scope's Sidecar instead of one of the same name;
 	// the provider's predictor is the inventory as it is. Each is built once.
-	head, err := predict.New(r.data.inv.WithSidecars(res.Sidecar), r.data.predictOpts)
-	if err != nil {
-		diags.AddError("Cluster Prediction Failed",
-			fmt.Sprintf("The clusters of the workloads selected by %s/%s cannot be predicted. "+
-				"Check the inventory given in the provider's manifests.\n\nOriginal Error: %s", decl.Namespace, res.Name, err))
-		return diags
-	}
+	// Both share the provider's index of the mesh and re-index only the Sidecars.
+	head := r.data.predictor.WithSidecars(res.Sidecar)
 	// before is the inventory without this scope's own Sidecar: once applied, a live
 	// inventory holds it, and the review must not change between apply and re-plan.
 	base := r.data.predictor
 	if own := res.Sidecar.Key(); slices.ContainsFunc(r.data.inv.Sidecars, func(sc *mesh.Sidecar) bool { return sc.Key() == own }) {
-		base, err = predict.New(r.data.inv.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own }), r.data.predictOpts)
-		if err != nil {
-			diags.AddError("Cluster Prediction Failed", fmt.Sprintf("The inventory without Sidecar %s cannot be indexed.\n\nOriginal Error: %s", own, err))
-			return diags
-		}
+		base = r.data.predictor.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own })
 	}
 	reviews := reviewScope(base, head, decl, decl.Namespace+"/"+res.Name)
 	expected := expectedClusters(head, decl, reviews)

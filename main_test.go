@@ -1,0 +1,35 @@
+package main
+
+import (
+	"maps"
+	"testing"
+)
+
+func TestQuietUnreadLogs(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want map[string]string
+	}{
+		{
+			name: "Terraform keeps no provider logs: the SDKs and the provider log nothing",
+			env:  map[string]string{"TF_LOG_PATH": "/tmp/tf.log"},
+			want: map[string]string{
+				"TF_LOG_PATH": "/tmp/tf.log", "TF_LOG_PROVIDER_MESHSCOPE": "off",
+				"TF_LOG_SDK": "off", "TF_LOG_SDK_PROTO": "off", "TF_LOG_SDK_FRAMEWORK": "off",
+			},
+		},
+		{name: "TF_LOG set: unchanged", env: map[string]string{"TF_LOG": "trace"}, want: map[string]string{"TF_LOG": "trace"}},
+		{name: "TF_LOG_PROVIDER set: unchanged", env: map[string]string{"TF_LOG_PROVIDER": "debug"}, want: map[string]string{"TF_LOG_PROVIDER": "debug"}},
+		{name: "an SDK level set: unchanged", env: map[string]string{"TF_LOG_SDK_FRAMEWORK": "trace"}, want: map[string]string{"TF_LOG_SDK_FRAMEWORK": "trace"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := maps.Clone(tc.env)
+			quietUnreadLogs(func(k string) string { return env[k] }, func(k, v string) error { env[k] = v; return nil })
+			if !maps.Equal(env, tc.want) {
+				t.Errorf("environment = %v, want %v", env, tc.want)
+			}
+		})
+	}
+}
