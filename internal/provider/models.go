@@ -22,6 +22,7 @@ type providerConfigModel struct {
 	RootNamespace types.String     `tfsdk:"root_namespace"`
 	DomainSuffix  types.String     `tfsdk:"domain_suffix"`
 	SystemHosts   types.List       `tfsdk:"system_hosts"` //< types.String
+	ReviewHosts   types.Int64      `tfsdk:"review_host_limit"`
 	Kubernetes    *kubernetesModel `tfsdk:"kubernetes"`
 }
 
@@ -49,7 +50,9 @@ type reviewModel struct {
 	After        types.Int64  `tfsdk:"after"`
 	AddedHosts   types.List   `tfsdk:"added_hosts"`   //< types.String
 	RemovedHosts types.List   `tfsdk:"removed_hosts"` //< types.String
-	Risks        types.List   `tfsdk:"risks"`         //< types.String
+	AddedCount   types.Int64  `tfsdk:"added_host_count"`
+	RemovedCount types.Int64  `tfsdk:"removed_host_count"`
+	Risks        types.List   `tfsdk:"risks"` //< types.String
 }
 
 // reviewType is the object type of a workload_scope.review element.
@@ -58,8 +61,10 @@ var reviewType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"before":        types.Int64Type,
 	"after":         types.Int64Type,
 	"added_hosts":   types.ListType{ElemType: types.StringType},
-	"removed_hosts": types.ListType{ElemType: types.StringType},
-	"risks":         types.ListType{ElemType: types.StringType},
+	"removed_hosts":      types.ListType{ElemType: types.StringType},
+	"added_host_count":   types.Int64Type,
+	"removed_host_count": types.Int64Type,
+	"risks":              types.ListType{ElemType: types.StringType},
 }}
 
 // dependencyModel is one element of workload_scope.dependencies.
@@ -208,7 +213,8 @@ func portsKey(ports []uint32) string {
 
 // setCompiled stores the compiler's result, the predicted cluster count and the
 // review of the selected workloads.
-func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope.Result, expectedClusters int, reviews []workloadReview) diag.Diagnostics {
+// Each review element lists at most hostLimit added and removed hosts.
+func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope.Result, expectedClusters int, reviews []workloadReview, hostLimit int) diag.Diagnostics {
 	m.Name = types.StringValue(res.Name)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + res.Name)
 	m.Manifest = types.StringValue(res.Manifest)
@@ -224,10 +230,12 @@ func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope
 			After:    types.Int64Value(int64(rv.After)),
 		}
 		var ds diag.Diagnostics
-		e.AddedHosts, ds = types.ListValueFrom(ctx, types.StringType, nonNil(rv.AddedHosts))
+		e.AddedHosts, ds = types.ListValueFrom(ctx, types.StringType, firstN(rv.AddedHosts, hostLimit))
 		diags.Append(ds...)
-		e.RemovedHosts, ds = types.ListValueFrom(ctx, types.StringType, nonNil(rv.RemovedHosts))
+		e.RemovedHosts, ds = types.ListValueFrom(ctx, types.StringType, firstN(rv.RemovedHosts, hostLimit))
 		diags.Append(ds...)
+		e.AddedCount = types.Int64Value(int64(len(rv.AddedHosts)))
+		e.RemovedCount = types.Int64Value(int64(len(rv.RemovedHosts)))
 		risks := make([]string, len(rv.Risks))
 		for i, k := range rv.Risks {
 			risks[i] = k.Message
@@ -310,4 +318,9 @@ func sortedCopy(in []string) []string {
 	out := append([]string{}, in...)
 	sort.Strings(out)
 	return out
+}
+
+// firstN returns at most the first n strings of list, never nil.
+func firstN(list []string, n int) []string {
+	return nonNil(list[:min(len(list), max(n, 0))])
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -32,6 +33,8 @@ var (
 // Defaults of the provider configuration.
 const (
 	DefaultIstioVersion = "1.31"
+	// DefaultReviewHostLimit is the most hosts a review element lists as added or removed.
+	DefaultReviewHostLimit = 25
 )
 
 // InventorySource adds objects to the inventory when the provider is configured.
@@ -78,6 +81,8 @@ type providerData struct {
 	scopes *scopeRegistry
 	// applier applies Sidecars to the cluster; nil without a kubernetes block.
 	applier SidecarApplier
+	// reviewHostLimit is the most hosts each review element lists (review_host_limit).
+	reviewHostLimit int
 }
 
 // known reports whether the inventory is known.
@@ -132,6 +137,17 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 					listvalidator.ValueStringsAre(validators.EgressHost()),
 				},
 			},
+			"review_host_limit": schema.Int64Attribute{
+				MarkdownDescription: "The most hosts each element of a workload scope's `review` lists in `added_hosts` and " +
+					"`removed_hosts`, the first in sorted order; `added_host_count` and `removed_host_count` always count " +
+					"them all, and risks are found on the full lists. Defaults to `" + fmt.Sprint(DefaultReviewHostLimit) + "`. " +
+					"A scope's first plan on a mesh without Sidecars removes nearly every service of the mesh from each " +
+					"workload it selects: listed in full, a thousand such scopes make a plan of a hundred megabytes that " +
+					"no reviewer reads. `0` lists no hosts. The full delta of a proxy is the `meshscope_proxy_clusters` " +
+					"data source, or the `diff` command.",
+				Optional:   true,
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
+			},
 		},
 		Blocks: map[string]schema.Block{
 			"kubernetes": kubernetesBlockSchema(),
@@ -146,7 +162,10 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 		return
 	}
 
-	data := &providerData{scopes: newScopeRegistry()}
+	data := &providerData{scopes: newScopeRegistry(), reviewHostLimit: DefaultReviewHostLimit}
+	if !cfg.ReviewHosts.IsNull() && !cfg.ReviewHosts.IsUnknown() {
+		data.reviewHostLimit = int(cfg.ReviewHosts.ValueInt64())
+	}
 	data.predictOpts = predict.Options{
 		IstioVersion: stringOr(cfg.IstioVersion, DefaultIstioVersion),
 		DomainSuffix: stringOr(cfg.DomainSuffix, mesh.DefaultDomainSuffix),
@@ -162,7 +181,7 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 		return
 	}
 	if !known || cfg.IstioVersion.IsUnknown() || cfg.DomainSuffix.IsUnknown() ||
-		cfg.RootNamespace.IsUnknown() || !fullyKnown(cfg.SystemHosts) {
+		cfg.RootNamespace.IsUnknown() || !fullyKnown(cfg.SystemHosts) || cfg.ReviewHosts.IsUnknown() {
 		// Values that depend on the inventory stay unknown until apply.
 		tflog.Debug(ctx, "meshscope inventory is not known yet; plan-time values stay unknown")
 		return

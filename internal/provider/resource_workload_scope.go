@@ -183,13 +183,23 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 							Computed:            true,
 						},
 						"added_hosts": schema.ListAttribute{
-							MarkdownDescription: "The service hosts (FQDNs) the workload gains outbound clusters for, sorted.",
+							MarkdownDescription: "The service hosts (FQDNs) the workload gains outbound clusters for, sorted: " +
+								"the first `review_host_limit` of them (a provider setting, 25 by default).",
 							ElementType:         types.StringType,
 							Computed:            true,
 						},
 						"removed_hosts": schema.ListAttribute{
-							MarkdownDescription: "The service hosts (FQDNs) the workload loses every outbound cluster for, sorted.",
+							MarkdownDescription: "The service hosts (FQDNs) the workload loses every outbound cluster for, sorted: " +
+								"the first `review_host_limit` of them.",
 							ElementType:         types.StringType,
+							Computed:            true,
+						},
+						"added_host_count": schema.Int64Attribute{
+							MarkdownDescription: "The number of hosts the workload gains, all of them, however many `added_hosts` lists.",
+							Computed:            true,
+						},
+						"removed_host_count": schema.Int64Attribute{
+							MarkdownDescription: "The number of hosts the workload loses, all of them, however many `removed_hosts` lists.",
 							Computed:            true,
 						},
 						"risks": schema.ListAttribute{
@@ -422,7 +432,7 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 		"id": decl.Namespace + "/" + res.Name, "egress_hosts": strings.Join(res.EgressHosts, ","),
 		"expected_clusters": expected, "reviewed_workloads": len(reviews),
 	})
-	diags.Append(m.setCompiled(ctx, res, expected, reviews)...)
+	diags.Append(m.setCompiled(ctx, res, expected, reviews, r.data.reviewHostLimit)...)
 	return diags
 }
 

@@ -43,15 +43,18 @@ func stringsExact(values ...string) knownvalue.Check {
 	return knownvalue.ListExact(checks)
 }
 
-// reviewOf is the knownvalue check of a review with one workload.
-func reviewOf(workload string, before, after int64, added, removed, risks knownvalue.Check) knownvalue.Check {
+// reviewOf is the knownvalue check of a review with one workload that gains
+// and loses addedN and removedN hosts, of which added and removed are listed.
+func reviewOf(workload string, before, after int64, added, removed, risks knownvalue.Check, addedN, removedN int64) knownvalue.Check {
 	return knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
-		"workload":      knownvalue.StringExact(workload),
-		"before":        knownvalue.Int64Exact(before),
-		"after":         knownvalue.Int64Exact(after),
-		"added_hosts":   added,
-		"removed_hosts": removed,
-		"risks":         risks,
+		"workload":           knownvalue.StringExact(workload),
+		"before":             knownvalue.Int64Exact(before),
+		"after":              knownvalue.Int64Exact(after),
+		"added_hosts":        added,
+		"removed_hosts":      removed,
+		"added_host_count":   knownvalue.Int64Exact(addedN),
+		"removed_host_count": knownvalue.Int64Exact(removedN),
+		"risks":              risks,
 	})})
 }
 
@@ -73,7 +76,7 @@ func TestWorkloadScopeResource_review(t *testing.T) {
 						plancheck.ExpectResourceAction("meshscope_workload_scope.foo", plancheck.ResourceActionCreate),
 						plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("expected_clusters"), knownvalue.Int64Exact(19)),
 						plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review"),
-							reviewOf("foo/Deployment/test-app", 19, 19, none, none, none)),
+							reviewOf("foo/Deployment/test-app", 19, 19, none, none, none, 0, 0)),
 						expectNoWarnings{rec: rec},
 					},
 				},
@@ -97,7 +100,7 @@ func TestWorkloadScopeResource_review(t *testing.T) {
 								"kube-dns.kube-system.svc.cluster.local",
 								"kubernetes.default.svc.cluster.local",
 								"metrics-server.kube-system.svc.cluster.local",
-							), none)),
+							), none, 0, 6)),
 						expectNoWarnings{rec: rec},
 					},
 				},
@@ -107,6 +110,42 @@ func TestWorkloadScopeResource_review(t *testing.T) {
 				Config: tight,
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+			},
+		},
+	})
+}
+
+// review_host_limit bounds the hosts a review element lists; the counts stay
+// whole, and a negative limit is a configuration error on the attribute.
+func TestWorkloadScopeResource_reviewHostLimit(t *testing.T) {
+	none := knownvalue.ListExact([]knownvalue.Check{})
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      seedProvider(t, nil, "review_host_limit = -1") + fooScope("[]"),
+				ExpectError: regexp.MustCompile(`(?s)review_host_limit.*at least 0, got: -1`),
+			},
+			{
+				Config: seedProvider(t, nil, "review_host_limit = 2") + fooScope("[]"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review"),
+							reviewOf("foo/Deployment/test-app", 19, 13, none, stringsExact(
+								"bar.bar.svc.cluster.local",
+								"default-http-backend.kube-system.svc.cluster.local",
+							), none, 0, 6)),
+					},
+				},
+			},
+			{
+				Config: seedProvider(t, nil, "review_host_limit = 0") + fooScope("[]"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review"),
+							reviewOf("foo/Deployment/test-app", 19, 13, none, none, none, 0, 6)),
+					},
 				},
 			},
 		},
