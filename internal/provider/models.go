@@ -57,10 +57,10 @@ type reviewModel struct {
 
 // reviewType is the object type of a workload_scope.review element.
 var reviewType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"workload":      types.StringType,
-	"before":        types.Int64Type,
-	"after":         types.Int64Type,
-	"added_hosts":   types.ListType{ElemType: types.StringType},
+	"workload":           types.StringType,
+	"before":             types.Int64Type,
+	"after":              types.Int64Type,
+	"added_hosts":        types.ListType{ElemType: types.StringType},
 	"removed_hosts":      types.ListType{ElemType: types.StringType},
 	"added_host_count":   types.Int64Type,
 	"removed_host_count": types.Int64Type,

@@ -185,14 +185,14 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 						"added_hosts": schema.ListAttribute{
 							MarkdownDescription: "The service hosts (FQDNs) the workload gains outbound clusters for, sorted: " +
 								"the first `review_host_limit` of them (a provider setting, 25 by default).",
-							ElementType:         types.StringType,
-							Computed:            true,
+							ElementType: types.StringType,
+							Computed:    true,
 						},
 						"removed_hosts": schema.ListAttribute{
 							MarkdownDescription: "The service hosts (FQDNs) the workload loses every outbound cluster for, sorted: " +
 								"the first `review_host_limit` of them.",
-							ElementType:         types.StringType,
-							Computed:            true,
+							ElementType: types.StringType,
+							Computed:    true,
 						},
 						"added_host_count": schema.Int64Attribute{
 							MarkdownDescription: "The number of hosts the workload gains, all of them, however many `added_hosts` lists.",
