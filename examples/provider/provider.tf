@@ -16,4 +16,18 @@ provider "meshscope" {
   istio_version = "1.31"
   domain_suffix = "cluster.local"
   system_hosts  = ["istio-system/*"]
+
+  # Against a live cluster instead (the inventory is read from it, and scopes are
+  # server-side applied); manifests then add to the live inventory:
+  #
+  # kubernetes {
+  #   config_path    = "~/.kube/config"
+  #   config_context = "prod"
+  # }
+  #
+  # For wait_for_proxies on meshscope_workload_scope, istiod's debug endpoints,
+  # for example through `kubectl -n istio-system port-forward deploy/istiod 8080`:
+  #
+  # istiod_debug_url   = "http://127.0.0.1:8080"
+  # proxy_wait_timeout = "5m"
 }

@@ -23,6 +23,8 @@ type providerConfigModel struct {
 	DomainSuffix  types.String     `tfsdk:"domain_suffix"`
 	SystemHosts   types.List       `tfsdk:"system_hosts"` //< types.String
 	ReviewHosts   types.Int64      `tfsdk:"review_host_limit"`
+	IstiodDebug   types.String     `tfsdk:"istiod_debug_url"`
+	WaitTimeout   types.String     `tfsdk:"proxy_wait_timeout"`
 	Kubernetes    *kubernetesModel `tfsdk:"kubernetes"`
 }
 
@@ -39,6 +41,7 @@ type workloadScopeResourceModel struct {
 	EgressHosts           types.List   `tfsdk:"egress_hosts"` //< types.String
 	ExpectedClusters      types.Int64  `tfsdk:"expected_clusters"`
 	MaxClusters           types.Int64  `tfsdk:"max_clusters"`
+	WaitForProxies        types.Bool   `tfsdk:"wait_for_proxies"`
 	Review                types.List   `tfsdk:"review"` //< reviewModel
 }
 

@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istiod"
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
@@ -35,6 +37,8 @@ const (
 	DefaultIstioVersion = "1.31"
 	// DefaultReviewHostLimit is the most hosts a review element lists as added or removed.
 	DefaultReviewHostLimit = 25
+	// DefaultProxyWaitTimeout bounds wait_for_proxies.
+	DefaultProxyWaitTimeout = 5 * time.Minute
 )
 
 // InventorySource adds objects to the inventory when the provider is configured.
@@ -83,6 +87,10 @@ type providerData struct {
 	applier SidecarApplier
 	// reviewHostLimit is the most hosts each review element lists (review_host_limit).
 	reviewHostLimit int
+	// istiod reads istiod's debug endpoints for wait_for_proxies; nil without istiod_debug_url.
+	istiod *istiod.Client
+	// waitTimeout bounds wait_for_proxies (proxy_wait_timeout).
+	waitTimeout time.Duration
 }
 
 // known reports whether the inventory is known.
@@ -148,6 +156,18 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 				Optional:   true,
 				Validators: []validator.Int64{int64validator.AtLeast(0)},
 			},
+			"istiod_debug_url": schema.StringAttribute{
+				MarkdownDescription: "The base URL of istiod's HTTP debug endpoints, which `wait_for_proxies` of " +
+					"`meshscope_workload_scope` polls: for example `http://127.0.0.1:8080` while " +
+					"`kubectl -n istio-system port-forward deploy/istiod 8080` runs. istiod serves them on its HTTP " +
+					"port (8080) when `ENABLE_DEBUG_ON_HTTP` is on, its default. Leave it out when no scope waits.",
+				Optional: true,
+			},
+			"proxy_wait_timeout": schema.StringAttribute{
+				MarkdownDescription: "How long `wait_for_proxies` waits for the proxies of one scope, as a Go duration " +
+					"(`90s`, `5m`). Defaults to `" + DefaultProxyWaitTimeout.String() + "`.",
+				Optional: true,
+			},
 		},
 		Blocks: map[string]schema.Block{
 			"kubernetes": kubernetesBlockSchema(),
@@ -162,7 +182,11 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 		return
 	}
 
-	data := &providerData{scopes: newScopeRegistry(), reviewHostLimit: DefaultReviewHostLimit}
+	data := &providerData{scopes: newScopeRegistry(), reviewHostLimit: DefaultReviewHostLimit, waitTimeout: DefaultProxyWaitTimeout}
+	resp.Diagnostics.Append(configureWait(cfg, data)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	if !cfg.ReviewHosts.IsNull() && !cfg.ReviewHosts.IsUnknown() {
 		data.reviewHostLimit = int(cfg.ReviewHosts.ValueInt64())
 	}
@@ -314,4 +338,28 @@ func stringOr(v types.String, def string) string {
 		return def
 	}
 	return v.ValueString()
+}
+
+// configureWait reads istiod_debug_url and proxy_wait_timeout.
+func configureWait(cfg providerConfigModel, data *providerData) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if !cfg.IstiodDebug.IsNull() && !cfg.IstiodDebug.IsUnknown() {
+		c, err := istiod.New(cfg.IstiodDebug.ValueString(), nil)
+		if err != nil {
+			diags.AddAttributeError(path.Root("istiod_debug_url"), "Invalid istiod Debug URL",
+				fmt.Sprintf("The value %q is not a base URL of istiod's debug endpoints. Use the form "+
+					"\"http://127.0.0.1:8080\".\n\nOriginal Error: %s", cfg.IstiodDebug.ValueString(), err))
+		}
+		data.istiod = c
+	}
+	if !cfg.WaitTimeout.IsNull() && !cfg.WaitTimeout.IsUnknown() {
+		d, err := time.ParseDuration(cfg.WaitTimeout.ValueString())
+		if err != nil || d <= 0 {
+			diags.AddAttributeError(path.Root("proxy_wait_timeout"), "Invalid Proxy Wait Timeout",
+				fmt.Sprintf("The value %q is not a positive duration. Use a Go duration such as \"90s\" or \"5m\".",
+					cfg.WaitTimeout.ValueString()))
+		}
+		data.waitTimeout = d
+	}
+	return diags
 }

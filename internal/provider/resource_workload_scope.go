@@ -162,6 +162,16 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 				Optional:   true,
 				Validators: []validator.Int64{int64validator.AtLeast(1)},
 			},
+			"wait_for_proxies": schema.BoolAttribute{
+				MarkdownDescription: "When `true`, apply ends only once every proxy connected to istiod that this " +
+					"Sidecar governs has been pushed the new scope over CDS and has acknowledged that push, as " +
+					"istiod's debug endpoints (`/debug/adsz`, `/debug/sidecarz`, `/debug/syncz`) report it. Needs the " +
+					"provider's `kubernetes` block and `istiod_debug_url`; the wait lasts at most `proxy_wait_timeout`. " +
+					"A proxy that does not acknowledge in time fails the apply with its name and what it lacks; the " +
+					"Sidecar stays applied and in the state (a new scope is marked tainted, so the next apply waits " +
+					"again). Defaults to `false`.",
+				Optional: true,
+			},
 			"review": schema.ListNestedAttribute{
 				MarkdownDescription: "The plan-time review of the change, one element per workload of the inventory that " +
 					"the scope selects, sorted by workload. `before` predicts the workload under the inventory as it " +
@@ -281,6 +291,7 @@ func (r *workloadScopeResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 
+	resp.Diagnostics.Append(r.checkWait(plan)...)
 	resp.Diagnostics.Append(r.compile(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -312,7 +323,9 @@ func (r *workloadScopeResource) Create(ctx context.Context, req resource.CreateR
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// The Sidecar is applied: it goes into the state even when the wait fails.
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(r.waitForProxies(ctx, &plan)...)
 }
 
 func (r *workloadScopeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -363,6 +376,7 @@ func (r *workloadScopeResource) Update(ctx context.Context, req resource.UpdateR
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(r.waitForProxies(ctx, &plan)...)
 }
 
 func (r *workloadScopeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -16,12 +19,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
 )
 
 // leastPrivilegeToken binds examples/rbac/clusterrole.yaml to a fresh service
@@ -297,6 +302,113 @@ resource "meshscope_workload_scope" "other" {
 					}
 				},
 				Config: liveProvider(t, c, token, true) + webScope(ns, "443"),
+			},
+		},
+	})
+}
+
+// TestAccWorkloadScope_waitForProxies: with wait_for_proxies, apply waits until
+// the proxies the Sidecar governs acknowledged its scope over CDS. A proxy that
+// never acknowledges fails the apply by name; once it is gone, the tainted scope
+// is applied again and the proxy that acknowledges holds the new clusters.
+func TestAccWorkloadScope_waitForProxies(t *testing.T) {
+	c := testenv.Connect(t)
+	token := leastPrivilegeToken(t, c)
+	ns := c.UniqueNamespace(t, "wait", nil)
+	c.ApplyYAML(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
+`, testenv.InNamespace(ns))
+	web := map[string]string{"app": "web"}
+	acking := c.CreatePodRunning(t, ns, "web-0", web, testenv.UniqueIP())
+	silent := c.CreatePodRunning(t, ns, "web-1", web, testenv.UniqueIP())
+	asProxy := func(p *corev1.Pod) xdsprobe.Proxy {
+		return xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// web-0 acknowledges every push and remembers the last cluster list.
+	var (
+		mu   sync.Mutex
+		last []string
+	)
+	stream, err := xdsprobe.Dial(ctx, c.Env.XDSAddr, asProxy(acking))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	go func() {
+		for {
+			got, err := stream.Next()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			last = got
+			mu.Unlock()
+		}
+	}()
+	// web-1 receives but never acknowledges.
+	mute, err := xdsprobe.Dial(ctx, c.Env.XDSAddr, asProxy(silent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+
+	ownService := "outbound|80||web." + ns + ".svc.cluster.local"
+	kubernetes443 := "outbound|443||kubernetes.default.svc.cluster.local"
+	mu.Lock()
+	before := slices.Clone(last)
+	mu.Unlock()
+	if before != nil && !slices.Contains(before, ownService) {
+		t.Fatalf("web-0 without a Sidecar lacks %s: %v", ownService, before)
+	}
+
+	provider := func(debug bool) string {
+		cfg := liveProvider(t, c, token, false)
+		if debug {
+			cfg = strings.Replace(cfg, "provider \"meshscope\" {\n", fmt.Sprintf("provider \"meshscope\" {\n  istiod_debug_url   = %q\n  proxy_wait_timeout = \"8s\"\n", "http://"+c.Env.IstiodHTTPAddr), 1)
+		}
+		return cfg
+	}
+	scope := strings.Replace(webScope(ns, "443"), "\n}\n", "\n  wait_for_proxies  = true\n}\n", 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      provider(false) + scope,
+				ExpectError: regexp.MustCompile(`Waiting Needs istiod's Debug Endpoints`),
+			},
+			{
+				Config:      provider(true) + scope,
+				ExpectError: regexp.MustCompile(`(?s)Proxies Did Not Acknowledge The Scope.*1 of the 2 connected proxies.*web-1\.` + ns + `: the proxy has not acknowledged CDS push`),
+			},
+			{
+				PreConfig: mute.Close,
+				Config:    provider(true) + scope,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					// The scope the failed wait left tainted is applied again.
+					plancheck.ExpectResourceAction("meshscope_workload_scope.web", plancheck.ResourceActionReplace),
+				}},
+				Check: func(*terraform.State) error {
+					// Apply returned after web-0 acknowledged: its clusters are the new scope's.
+					deadline := time.Now().Add(2 * time.Second)
+					for {
+						mu.Lock()
+						got := slices.Clone(last)
+						mu.Unlock()
+						if slices.Contains(got, kubernetes443) && !slices.Contains(got, ownService) {
+							return nil
+						}
+						if time.Now().After(deadline) {
+							return fmt.Errorf("web-0 holds %v after apply, want %s and not %s", got, kubernetes443, ownService)
+						}
+						time.Sleep(50 * time.Millisecond)
+					}
+				},
 			},
 		},
 	})

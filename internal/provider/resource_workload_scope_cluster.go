@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -13,8 +14,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istiod"
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
@@ -229,4 +232,80 @@ func quotedList(ss []string) string {
 		out[i] = fmt.Sprintf("%q", s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// checkWait fails the plan when wait_for_proxies cannot be honoured.
+func (r *workloadScopeResource) checkWait(m workloadScopeResourceModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if !m.WaitForProxies.ValueBool() || r.data == nil {
+		return diags
+	}
+	if r.data.applier == nil {
+		diags.AddAttributeError(path.Root("wait_for_proxies"), "Waiting Needs A Cluster",
+			"wait_for_proxies = true waits for the proxies of a Sidecar applied to a cluster, but the provider has no "+
+				"kubernetes block: the scope lives in the Terraform state only. Add the kubernetes block to the provider, "+
+				"or remove wait_for_proxies.")
+	} else if r.data.istiod == nil {
+		diags.AddAttributeError(path.Root("wait_for_proxies"), "Waiting Needs istiod's Debug Endpoints",
+			"wait_for_proxies = true polls istiod's debug endpoints, but the provider has no istiod_debug_url. Set it, "+
+				"for example to \"http://127.0.0.1:8080\" while `kubectl -n istio-system port-forward deploy/istiod 8080` "+
+				"runs, or remove wait_for_proxies.")
+	}
+	return diags
+}
+
+// waitForProxies waits, when wait_for_proxies is set, until the proxies the
+// applied Sidecar governs have acknowledged its scope.
+func (r *workloadScopeResource) waitForProxies(ctx context.Context, m *workloadScopeResourceModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if !m.WaitForProxies.ValueBool() || r.data == nil || r.data.istiod == nil || r.data.applier == nil {
+		return diags
+	}
+	sc, err := mesh.ParseSidecar("manifest", []byte(m.Manifest.ValueString()))
+	if err != nil {
+		diags.AddAttributeError(path.Root("manifest"), "Unreadable Manifest",
+			fmt.Sprintf("The applied manifest of %s cannot be read back as a Sidecar. Please report this issue to the "+
+				"provider developers.\n\nOriginal Error: %s", m.ID.ValueString(), err))
+		return diags
+	}
+	// The proxies istiod gives this Sidecar are those the prediction does:
+	// a namespace default yields to Sidecars with a workloadSelector.
+	governing := r.data.predictor.WithSidecars(sc)
+	target := istiod.Target{Namespace: sc.Namespace, Name: sc.Name, Spec: sc.Spec,
+		Governs: func(labels map[string]string) bool {
+			g := governing.SidecarFor(predict.Proxy{Namespace: sc.Namespace, Labels: labels})
+			return g != nil && g.Key() == sc.Key()
+		}}
+	wctx, cancel := context.WithTimeout(ctx, r.data.waitTimeout)
+	defer cancel()
+	start := time.Now()
+	sts, err := r.data.istiod.Wait(wctx, target, time.Second, func(sts []istiod.ProxyStatus) {
+		tflog.Info(ctx, "waiting for proxies to acknowledge the scope", map[string]any{
+			"id": m.ID.ValueString(), "proxies": len(sts), "pending": len(istiod.Pending(sts)),
+			"elapsed": time.Since(start).Round(time.Second).String(),
+		})
+	})
+	switch {
+	case err == nil:
+		tflog.Info(ctx, "proxies acknowledged the scope", map[string]any{
+			"id": m.ID.ValueString(), "proxies": len(sts), "elapsed": time.Since(start).Round(time.Millisecond).String(),
+		})
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		pending := istiod.Pending(sts)
+		lines := make([]string, len(pending))
+		for i, st := range pending {
+			lines[i] = fmt.Sprintf("  - %s: %s", st.Proxy.ID, st.Reason)
+		}
+		diags.AddAttributeError(path.Root("wait_for_proxies"), "Proxies Did Not Acknowledge The Scope",
+			fmt.Sprintf("After %s, %d of the %d connected proxies that Sidecar %s governs had not acknowledged its scope:\n%s\n\n"+
+				"The Sidecar is applied and recorded in the state (a new scope is marked tainted, so the next apply applies "+
+				"it again and waits). Check the proxies with `istioctl proxy-status`, or raise proxy_wait_timeout in the provider.",
+				r.data.waitTimeout, len(pending), len(sts), sc.Key(), strings.Join(lines, "\n")))
+	default:
+		diags.AddAttributeError(path.Root("wait_for_proxies"), "istiod Debug Endpoints Unavailable",
+			fmt.Sprintf("Waiting for the proxies of Sidecar %s failed: istiod's debug endpoints did not answer as expected. "+
+				"The Sidecar is applied and recorded in the state. Check the provider's istiod_debug_url "+
+				"and that istiod serves /debug on it.\n\nOriginal Error: %s", sc.Key(), err))
+	}
+	return diags
 }

@@ -16,6 +16,10 @@ resource "meshscope_workload_scope" "bar" {
 
   # The plan fails if bar/test-app would hold more Envoy clusters than this.
   max_clusters = 20
+
+  # With the provider's kubernetes block and istiod_debug_url, apply would end
+  # only once bar's proxies have acknowledged the new scope:
+  # wait_for_proxies = true
 }
 
 # The compiled Sidecar, known at plan time: commit it to a GitOps repository or
@@ -32,6 +36,6 @@ output "bar_expected_clusters" {
 # Per selected workload: clusters before and after, hosts gained and lost, risks.
 output "bar_review" {
   value = {
-    for r in meshscope_workload_scope.bar.review : r.workload => "${r.before} -> ${r.after}, loses ${join(", ", r.removed_hosts)}"
+    for r in meshscope_workload_scope.bar.review : r.workload => "${r.before} -> ${r.after}, loses ${r.removed_host_count} hosts: ${join(", ", r.removed_hosts)}"
   }
 }
