@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
@@ -409,6 +411,169 @@ spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
 						time.Sleep(50 * time.Millisecond)
 					}
 				},
+			},
+		},
+	})
+}
+
+// TestAccWorkloadScope_seedLive applies the seed scenario for real: the seed
+// manifests go into the API server, and the seed's foo scope is planned and
+// applied through Terraform against it. A private istiod that sees only the
+// seed's namespaces pushes to foo's proxy exactly what meshscope predicted:
+// 19 CDS clusters before the Sidecar, 13 after (the plan already says 13),
+// while bar's proxy keeps its 19.
+func TestAccWorkloadScope_seedLive(t *testing.T) {
+	c := testenv.Connect(t)
+	token := leastPrivilegeToken(t, c)
+	label := "mesh.meshscope.io/seed-" + testenv.RandomSuffix(6)
+	foo := c.UniqueNamespace(t, "foo", map[string]string{label: "true"})
+	bar := c.UniqueNamespace(t, "bar", map[string]string{label: "true"})
+	for _, ns := range []string{"istio-system", "kube-system", "default"} {
+		c.LabelNamespace(t, ns, label, "true")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "seed", "manifests", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("seed manifests: %v", err)
+	}
+	rename := testenv.RenameNamespaces(map[string]string{"foo": foo, "bar": bar})
+	// The API server has its own default/kubernetes Service.
+	skipKubernetes := testenv.Skip(func(u *unstructured.Unstructured) bool {
+		return u.GetKind() == "Service" && u.GetNamespace() == "default" && u.GetName() == "kubernetes"
+	})
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ApplyYAML(t, string(b), rename, skipKubernetes)
+	}
+	app := map[string]string{"app": "test-app"}
+	port80 := corev1.ContainerPort{ContainerPort: 80, Protocol: corev1.ProtocolTCP}
+	pods := map[string]*corev1.Pod{
+		"foo": c.CreatePodRunning(t, foo, "test-app-"+testenv.RandomSuffix(5), app, testenv.UniqueIP(), port80),
+		"bar": c.CreatePodRunning(t, bar, "test-app-"+testenv.RandomSuffix(5), app, testenv.UniqueIP(), port80),
+	}
+	c.SyncEndpointSlices(t, foo, bar)
+	meshConfig := fmt.Sprintf("discoverySelectors:\n- matchLabels: {%q: \"true\"}\n", label)
+	istiod := testenv.StartIstiod(t, c.Env, testenv.IstiodOptions{MeshConfig: meshConfig})
+
+	// The provider sees the mesh config the private istiod has.
+	configMap := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\ndata:\n  mesh: |\n" +
+		"    discoverySelectors:\n    - matchLabels: {" + strconv.Quote(label) + ": \"true\"}\n"
+	provider := strings.Replace(liveProvider(t, c, token, false), "provider \"meshscope\" {\n",
+		"provider \"meshscope\" {\n  manifests = ["+heredoc(configMap)+"]\n", 1)
+	dataSources := fmt.Sprintf(`
+data "meshscope_proxy_clusters" "foo" {
+  namespace = %q
+  labels    = { app = "test-app" }
+}
+data "meshscope_proxy_clusters" "bar" {
+  namespace = %q
+  labels    = { app = "test-app" }
+}
+`, foo, bar)
+	scope := fmt.Sprintf(`
+resource "meshscope_workload_scope" "foo" {
+  namespace         = %q
+  workload_selector = { app = "test-app" }
+  dependencies      = []
+  ingress           = [{ port = 80, protocol = "HTTP", default_endpoint = "127.0.0.1:80" }]
+}
+`, foo)
+
+	// pushedAsPredicted compares each data source's clusters with what istiod pushes to that pod.
+	pushedAsPredicted := func(want map[string]int) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			for name, n := range want {
+				rs := s.RootModule().Resources["data.meshscope_proxy_clusters."+name]
+				if rs == nil {
+					return fmt.Errorf("data source %s missing from state", name)
+				}
+				count, _ := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
+				predicted := make([]string, count)
+				for k := range predicted {
+					predicted[k] = rs.Primary.Attributes[fmt.Sprintf("clusters.%d", k)]
+				}
+				if count != n {
+					return fmt.Errorf("%s/test-app: meshscope predicted %d clusters, want %d: %v", name, count, n, predicted)
+				}
+				p := pods[name]
+				proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels,
+					PodPorts: []xdsprobe.PodPort{{ContainerPort: 80, Protocol: "TCP"}}}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				pushed, err := xdsprobe.WaitFor(ctx, istiod.XDSAddr, proxy, func(got []string) bool { return slices.Equal(got, predicted) })
+				cancel()
+				if err != nil || !slices.Equal(pushed, predicted) {
+					return fmt.Errorf("%s/test-app: istiod pushed %d clusters, meshscope predicted %d\n only pushed:    %v\n only predicted: %v\n(%v)",
+						name, len(pushed), len(predicted), setMinus(pushed, predicted), setMinus(predicted, pushed), err)
+				}
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				// No Sidecar: 19 each, predicted and pushed.
+				Config: provider + dataSources,
+				Check:  pushedAsPredicted(map[string]int{"foo": 19, "bar": 19}),
+			},
+			{
+				// The plan predicts 13 for foo before anything is applied.
+				Config: provider + dataSources + scope,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("meshscope_workload_scope.foo", plancheck.ResourceActionCreate),
+					plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("expected_clusters"), knownvalue.Int64Exact(13)),
+				}},
+			},
+			{
+				// Read again with the Sidecar in the cluster: 13 for foo, 19 for bar, as pushed.
+				Config: provider + dataSources + scope,
+				Check:  pushedAsPredicted(map[string]int{"foo": 13, "bar": 19}),
+			},
+		},
+	})
+}
+
+// TestAccWorkloadScope_importReplan: a Sidecar meshscope applied is forgotten
+// by Terraform (a removed block keeps the object), then imported back with an
+// import block: the plan imports it with no change, and the re-plan after the
+// import is empty.
+func TestAccWorkloadScope_importReplan(t *testing.T) {
+	c := testenv.Connect(t)
+	token := leastPrivilegeToken(t, c)
+	ns := c.UniqueNamespace(t, "imp", nil)
+	c.CreatePodRunning(t, ns, "web-0", map[string]string{"app": "web"}, testenv.UniqueIP())
+	cfg := liveProvider(t, c, token, false) + webScope(ns, "443")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				Config: liveProvider(t, c, token, false) + `
+removed {
+  from = meshscope_workload_scope.web
+  lifecycle {
+    destroy = false
+  }
+}
+`,
+				Check: sidecarInCluster(c, ns, "web", func(map[string]any) error { return nil }),
+			},
+			{
+				Config: cfg + fmt.Sprintf("\nimport {\n  to = meshscope_workload_scope.web\n  id = \"%s/web\"\n}\n", ns),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("meshscope_workload_scope.web", plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("meshscope_workload_scope.web", tfjsonpath.New("id"), knownvalue.StringExact(ns+"/web")),
+				},
+				// terraform-plugin-testing plans again after apply and fails on a non-empty plan.
+			},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})
