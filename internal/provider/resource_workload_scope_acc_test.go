@@ -572,7 +572,7 @@ removed {
 				// terraform-plugin-testing plans again after apply and fails on a non-empty plan.
 			},
 			{
-				Config: cfg,
+				Config:           cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
