@@ -578,3 +578,41 @@ removed {
 		},
 	})
 }
+
+// TestAccProvider_clusterErrors: an identity without the README's ClusterRole
+// gets an error naming the verb and resource to grant; an API server that does
+// not answer is an error on the kubernetes block, not a panic or a hang.
+func TestAccProvider_clusterErrors(t *testing.T) {
+	c := testenv.Connect(t)
+	ns := c.UniqueNamespace(t, "norbac", nil)
+	c.ApplyYAML(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n", testenv.InNamespace(ns))
+	exp := int64(600)
+	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "nobody",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := fmt.Sprintf("data \"meshscope_proxy_clusters\" \"x\" {\n  namespace = %q\n  labels    = { app = \"x\" }\n}\n", ns)
+	unreachable := `
+provider "meshscope" {
+  kubernetes {
+    host     = "https://127.0.0.1:1"
+    token    = "not-a-real-token"
+    insecure = true
+  }
+}
+`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      liveProvider(t, c, tr.Status.Token, false) + data,
+				ExpectError: regexp.MustCompile(`(?s)Permission Denied.*Grant\s+the\s+provider's\s+identity\s+verb\s+"list"\s+on\s+"namespaces"`),
+			},
+			{
+				Config:      unreachable + data,
+				ExpectError: regexp.MustCompile(`(?s)Cluster Unreachable.*127\.0\.0\.1:1`),
+			},
+		},
+	})
+}
