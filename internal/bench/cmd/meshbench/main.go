@@ -147,6 +147,9 @@ type runner struct {
 
 	benchBin, baselineBin, istioBin, providerDir string
 	baselineErr                                  error
+	// kubectlDir holds terraform-provider-kubectl, built from the Go module
+	// proxy; empty when the build failed, with kubectlErr saying why.
+	kubectlDir, kubectlErr string
 
 	genTime   map[int]time.Duration
 	floorRows []floorResult
@@ -189,6 +192,9 @@ func (b *runner) build() error {
 		if err := b.goCmd(filepath.Join(b.root, "internal", "conformance"), "test", "-c", "-o", b.istioBin, "."); err != nil {
 			return err
 		}
+	}
+	if b.cfg.terraform {
+		b.buildKubectl()
 	}
 	if b.cfg.baseline != "" {
 		b.baselineErr = b.buildBaseline()
@@ -307,4 +313,23 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// kubectlProvider is the generic-manifest provider the Terraform comparison
+// plans: gavinbunney/kubectl, pinned, from the Go module proxy (which serves no
+// release of hashicorp/terraform-provider-kubernetes with kubernetes_manifest).
+const kubectlProvider = "github.com/gavinbunney/terraform-provider-kubectl@v1.19.0"
+
+// buildKubectl installs kubectlProvider into the work directory.
+func (b *runner) buildKubectl() {
+	dir := filepath.Join(b.work, "kubectl-provider")
+	cmd := exec.Command("go", "install", kubectlProvider)
+	cmd.Dir = b.work
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod", "GOWORK=off")
+	fmt.Fprintf(b.log, "$ GOBIN=%s go install %s\n", dir, kubectlProvider)
+	if _, err := runCmd(cmd, b.log, false); err != nil {
+		b.kubectlErr = fmt.Sprintf("`go install %s` failed (%v); see %s", kubectlProvider, err, filepath.Join(b.work, "meshbench.log"))
+		return
+	}
+	b.kubectlDir = dir
 }

@@ -317,7 +317,11 @@ func (b *runner) terraformRuns() error {
 	if err := os.MkdirAll(tfDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(rc, []byte(bench.TerraformRC(map[string]string{"registry.terraform.io/meshscope/meshscope": b.providerDir})), 0o644); err != nil {
+	overrides := map[string]string{"registry.terraform.io/meshscope/meshscope": b.providerDir}
+	if b.kubectlDir != "" {
+		overrides["registry.terraform.io/gavinbunney/kubectl"] = b.kubectlDir
+	}
+	if err := os.WriteFile(rc, []byte(bench.TerraformRC(overrides)), 0o644); err != nil {
 		return err
 	}
 	runs := 3
@@ -391,23 +395,73 @@ func (b *runner) terraformRuns() error {
 	}
 	plan(fmt.Sprintf("terraform_data only, one resource with for_each over %s", thousands(n)), dir, n, 1)
 
-	// Against the test control plane's API server, when it is up.
+	// Against the test control plane's API server, when it is up: the mesh goes
+	// into the API server, and the provider reads its inventory from there.
 	if up, why := b.testenvUp(); up {
-		for _, n := range b.sizes.terraform {
-			m := bench.Generate(bench.DefaultSpec(n))
-			y, err := os.ReadFile(bench.MeshFile(b.meshDir(), n))
-			if err != nil {
-				return err
-			}
-			dir := filepath.Join(tfDir, fmt.Sprintf("live-%d", n))
-			if err := bench.TerraformScopes(dir, m, y, b.cfg.kubeconfig, false); err != nil {
-				return err
-			}
-			plan(fmt.Sprintf("test API server + manifests, %s scopes", thousands(n)), dir, n, runs)
+		if err := b.livePlans(tfDir, m, runs, plan); err != nil {
+			return err
 		}
 	} else {
 		b.tfNotes = append(b.tfNotes, "The test control plane was not up during this run ("+why+"), so the plans against its API server were not measured: start it with `make testenv` before `make bench`.")
 	}
+	return nil
+}
+
+// livePlans loads the n-service mesh of m into the test API server, plans the
+// first 100 and all of its scopes with only the provider's kubernetes block,
+// and plans the same Sidecars as kubectl_manifest resources.
+func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, plan func(scenario, dir string, resources, times int)) error {
+	n := m.Spec.Services
+	y, err := os.ReadFile(bench.MeshFile(b.meshDir(), n))
+	if err != nil {
+		return err
+	}
+	// The API server has its own default/kubernetes Service: leave it alone.
+	var docs []string
+	for _, d := range strings.Split(string(y), "\n---\n") {
+		if !strings.Contains(d, "{name: kubernetes, namespace: default,") {
+			docs = append(docs, d)
+		}
+	}
+	live := filepath.Join(tfDir, "mesh-live.yaml")
+	if err := writeFile(live, strings.Join(docs, "\n---\n")); err != nil {
+		return err
+	}
+	fmt.Printf("    loading the %s-service mesh (%s objects) into the test API server\n", thousands(n), thousands(len(docs)))
+	start := time.Now()
+	cmd := exec.Command("kubectl", "--kubeconfig", b.cfg.kubeconfig, "apply", "--server-side", "--force-conflicts",
+		"--field-manager=meshscope-bench", "-f", live)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.tfNotes = append(b.tfNotes, "Loading the mesh into the test API server failed, so the plans against it were not measured: "+firstLine(out, nil)+" ("+err.Error()+")")
+		return nil
+	}
+	b.tfNotes = append(b.tfNotes, fmt.Sprintf("For the rows against the test API server, `kubectl apply --server-side` loaded the %s-service mesh "+
+		"(%s objects, without the API server's own `default/kubernetes`) in %s; there is no controller-manager, so the "+
+		"Deployments have no pods and meshscope takes them as workloads, as offline. The API server also holds what the "+
+		"acceptance tests left in their own namespaces.", thousands(n), thousands(len(docs)), time.Since(start).Round(time.Second)))
+	for _, k := range b.sizes.terraform {
+		sub := *m
+		sub.Apps = m.Apps[:min(k, len(m.Apps))]
+		dir := filepath.Join(tfDir, fmt.Sprintf("live-%d", k))
+		if err := bench.TerraformScopes(dir, &sub, nil, b.cfg.kubeconfig, false); err != nil {
+			return err
+		}
+		plan(fmt.Sprintf("test API server (inventory read from it), %s scopes", thousands(len(sub.Apps))), dir, len(sub.Apps), runs)
+	}
+	if b.kubectlDir == "" {
+		b.tfNotes = append(b.tfNotes, "kubectl_manifest was not measured: "+b.kubectlErr)
+		return nil
+	}
+	sc, err := os.ReadFile(bench.SidecarsFile(b.meshDir(), n, bench.PolicyMeshscope))
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(tfDir, fmt.Sprintf("kubectl-manifest-%d", n))
+	count, err := bench.TerraformKubectlManifests(dir, sc, b.cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	plan(fmt.Sprintf("test API server, the same %s Sidecars as kubectl_manifest", thousands(count)), dir, count, runs)
 	return nil
 }
 
