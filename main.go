@@ -52,8 +52,8 @@ func main() {
 // logSettings are the variables with which Terraform and the plugin SDKs
 // choose what a provider logs; "TF_LOG_PROVIDER_MESHSCOPE" is this provider's own.
 var logSettings = []string{
-	"TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PROVIDER_MESHSCOPE",
-	"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK",
+	"TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER",
+	"TF_LOG_PROVIDER_MESHSCOPE", "TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK",
 }
 
 // quietUnreadLogs turns off the SDK's and the provider's logs when Terraform
@@ -68,7 +68,7 @@ func quietUnreadLogs(getenv func(string) string, setenv func(string, string) err
 			return
 		}
 	}
-	for _, v := range logSettings[2:] {
+	for _, v := range logSettings[4:] {
 		_ = setenv(v, "off")
 	}
 }

@@ -13,12 +13,13 @@ func TestQuietUnreadLogs(t *testing.T) {
 	}{
 		{
 			name: "Terraform keeps no provider logs: the SDKs and the provider log nothing",
-			env:  map[string]string{"TF_LOG_PATH": "/tmp/tf.log"},
+			env:  map[string]string{"HOME": "/root"},
 			want: map[string]string{
-				"TF_LOG_PATH": "/tmp/tf.log", "TF_LOG_PROVIDER_MESHSCOPE": "off",
+				"HOME": "/root", "TF_LOG_PROVIDER_MESHSCOPE": "off",
 				"TF_LOG_SDK": "off", "TF_LOG_SDK_PROTO": "off", "TF_LOG_SDK_FRAMEWORK": "off",
 			},
 		},
+		{name: "TF_LOG_PATH set: unchanged", env: map[string]string{"TF_LOG_PATH": "/tmp/tf.log"}, want: map[string]string{"TF_LOG_PATH": "/tmp/tf.log"}},
 		{name: "TF_LOG set: unchanged", env: map[string]string{"TF_LOG": "trace"}, want: map[string]string{"TF_LOG": "trace"}},
 		{name: "TF_LOG_PROVIDER set: unchanged", env: map[string]string{"TF_LOG_PROVIDER": "debug"}, want: map[string]string{"TF_LOG_PROVIDER": "debug"}},
 		{name: "an SDK level set: unchanged", env: map[string]string{"TF_LOG_SDK_FRAMEWORK": "trace"}, want: map[string]string{"TF_LOG_SDK_FRAMEWORK": "trace"}},

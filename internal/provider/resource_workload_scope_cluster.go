@@ -270,12 +270,17 @@ func (r *workloadScopeResource) waitForProxies(ctx context.Context, m *workloadS
 	}
 	// The proxies istiod gives this Sidecar are those the prediction does:
 	// a namespace default yields to Sidecars with a workloadSelector.
-	governing := r.data.predictor.WithSidecars(sc)
 	target := istiod.Target{Namespace: sc.Namespace, Name: sc.Name, Spec: sc.Spec,
 		Governs: func(labels map[string]string) bool {
+			return scope.Selects(sc.Spec.GetWorkloadSelector().GetLabels(), labels)
+		}}
+	if r.data.predictor != nil {
+		governing := r.data.predictor.WithSidecars(sc)
+		target.Governs = func(labels map[string]string) bool {
 			g := governing.SidecarFor(predict.Proxy{Namespace: sc.Namespace, Labels: labels})
 			return g != nil && g.Key() == sc.Key()
-		}}
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, r.data.waitTimeout)
 	defer cancel()
 	start := time.Now()
