@@ -18,6 +18,10 @@ import (
 // version is set by the release build (-ldflags "-X main.version=...").
 var version = "dev"
 
+// atExit runs when the provider stops serving; a profiling build (main_pprof.go)
+// sets it.
+var atExit = func() {}
+
 // subcommands are the command line verbs; anything else serves the provider.
 var subcommands = map[string]bool{
 	"clusters": true,
@@ -44,6 +48,7 @@ func main() {
 	}
 
 	err := providerserver.Serve(context.Background(), provider.New(version), opts)
+	atExit()
 	if err != nil {
 		log.Fatal(err.Error())
 	}

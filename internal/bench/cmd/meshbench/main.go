@@ -150,6 +150,10 @@ type runner struct {
 	// kubectlDir holds terraform-provider-kubectl, built from the Go module
 	// proxy; empty when the build failed, with kubectlErr saying why.
 	kubectlDir, kubectlErr string
+	pprofProviderDir       string
+	// planProfile is the provider's CPU profile over the profiled plan, and
+	// planProfileScenario the plan it profiles.
+	planProfile, planProfileScenario string
 
 	genTime   map[int]time.Duration
 	floorRows []floorResult
@@ -185,6 +189,11 @@ func (b *runner) build() error {
 	}
 	b.providerDir = filepath.Join(b.work, "bin")
 	if err := b.goCmd(b.root, "build", "-o", filepath.Join(b.providerDir, "terraform-provider-meshscope"), "."); err != nil {
+		return err
+	}
+	// The same provider with a CPU profiling hook (main_pprof.go), for one profiled plan.
+	b.pprofProviderDir = filepath.Join(b.work, "bin-pprof")
+	if err := b.goCmd(b.root, "build", "-tags", "meshscope_pprof", "-o", filepath.Join(b.pprofProviderDir, "terraform-provider-meshscope"), "."); err != nil {
 		return err
 	}
 	if b.cfg.istio {

@@ -364,6 +364,10 @@ func (b *runner) terraformRuns() error {
 		plan(fmt.Sprintf("offline, %s scopes, mesh without Sidecars", thousands(n)), dir, n, runs)
 	}
 	n := b.sizes.terraform[len(b.sizes.terraform)-1]
+	if err := b.profilePlan(tfDir, filepath.Join(tfDir, fmt.Sprintf("scopes-%d", n)),
+		fmt.Sprintf("offline, %s scopes, mesh without Sidecars", thousands(n))); err != nil {
+		return err
+	}
 	m := bench.Generate(bench.DefaultSpec(n))
 	y, err := os.ReadFile(bench.MeshFile(b.meshDir(), n))
 	if err != nil {
@@ -404,6 +408,42 @@ func (b *runner) terraformRuns() error {
 	} else {
 		b.tfNotes = append(b.tfNotes, "The test control plane was not up during this run ("+why+"), so the plans against its API server were not measured: start it with `make testenv` before `make bench`.")
 	}
+	return nil
+}
+
+// profilePlan plans dir once more with the profiling build of the provider
+// and keeps the top of the provider's CPU profile, all processes merged.
+func (b *runner) profilePlan(tfDir, dir, scenario string) error {
+	rc := filepath.Join(tfDir, "terraformrc-pprof")
+	if err := os.WriteFile(rc, []byte(bench.TerraformRC(map[string]string{"registry.terraform.io/meshscope/meshscope": b.pprofProviderDir})), 0o644); err != nil {
+		return err
+	}
+	profDir := filepath.Join(b.work, "plan-profile")
+	if err := os.RemoveAll(profDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(profDir, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1",
+		"MESHSCOPE_CPU_PROFILE="+filepath.Join(profDir, "provider.prof"))
+	fmt.Fprintf(b.log, "$ (cd %s && MESHSCOPE_CPU_PROFILE=... terraform plan)\n", dir)
+	if _, err := runCmd(cmd, io.Discard, true); err != nil {
+		return fmt.Errorf("profiled plan of %s: %w", dir, err)
+	}
+	profs, err := filepath.Glob(filepath.Join(profDir, "provider.prof.*"))
+	if err != nil || len(profs) == 0 {
+		return fmt.Errorf("profiled plan of %s wrote no provider profile", dir)
+	}
+	top, err := pprofTopOf(filepath.Join(b.pprofProviderDir, "terraform-provider-meshscope"), profs,
+		"-top", "-cum", "-nodecount=30", "-show=meshscope|terraform-plugin|grpc|runtime.gcBgMarkWorker|runtime.mallocgc$")
+	if err != nil {
+		return err
+	}
+	b.planProfile, b.planProfileScenario = top, scenario
+	fmt.Printf("    profiled the provider over one more plan: %s\n", scenario)
 	return nil
 }
 
@@ -578,10 +618,15 @@ func (b *runner) profiles() error {
 
 // pprofTop returns the first lines of `go tool pprof -top` for a profile.
 func pprofTop(bin, prof string, args ...string) (string, error) {
-	cmd := exec.Command("go", append(append([]string{"tool", "pprof", "-nodecount=18"}, args...), bin, prof)...)
+	return pprofTopOf(bin, []string{prof}, append([]string{"-nodecount=18"}, args...)...)
+}
+
+// pprofTopOf is the text report of the profiles (merged) with the header lines dropped.
+func pprofTopOf(bin string, profs []string, args ...string) (string, error) {
+	cmd := exec.Command("go", append(append(append([]string{"tool", "pprof"}, args...), bin), profs...)...)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go tool pprof %s: %w", prof, err)
+		return "", fmt.Errorf("go tool pprof %s: %w", strings.Join(profs, " "), err)
 	}
 	var keep []string
 	for _, l := range strings.Split(string(out), "\n") {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -482,6 +483,14 @@ func (b *runner) terraformSection(w *strings.Builder) {
 	p("The `terraform_data` rows are Terraform's own cost for as many instances on this machine: ")
 	p("1,000 instances of one `for_each` resource plan far slower than 1,000 resource blocks in Terraform 1.11 ")
 	p("(compare hashicorp/terraform#26355), which is why the configurations use blocks.\n\n")
+	if b.planProfile != "" {
+		p("**Where a plan's time goes.** One more plan of \"%s\" with a profiling build of the provider ", b.planProfileScenario)
+		p("(`-tags meshscope_pprof`, `MESHSCOPE_CPU_PROFILE`), every provider process of the plan merged, ")
+		p("cumulative, the provider's own and the plugin framework's frames (`%s`):\n\n```\n%s\n```\n\n",
+			filepath.Join(b.work, "plan-profile"), b.planProfile)
+		p("The rest of the CPU of the table's rows is Terraform's own: decoding, comparing and rendering the planned ")
+		p("values of every resource.\n\n")
+	}
 	p("**kubernetes_manifest.** The comparison with hashicorp/terraform-provider-kubernetes could not be run. The Go module proxy ")
 	p("this project uses serves only `v1.13.4` of `github.com/hashicorp/terraform-provider-kubernetes` (May 2021), which ")
 	p("predates `kubernetes_manifest` (merged from the `-alpha` provider in v2.4.0); it answers 403 for the v2 tags, for commit ")
