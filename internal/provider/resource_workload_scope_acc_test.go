@@ -293,6 +293,8 @@ resource "meshscope_workload_scope" "other" {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("meshscope_workload_scope.other", plancheck.ResourceActionUpdate),
 				}},
+				// After the update meshscope owns it: its label and field manager are on the object.
+				Check: sidecarInCluster(c, ns, "other", func(map[string]any) error { return nil }),
 			},
 			{
 				// Remove meshscope's ownership by hand, then destroy: a warning, the object stays.
