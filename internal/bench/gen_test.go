@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -74,5 +77,63 @@ func TestScopeFloor(t *testing.T) {
 				t.Errorf("%s: max %d", r.Policy, r.Stats.Max)
 			}
 		}
+	}
+}
+
+// The manifest-resource configurations declare every Sidecar once, by
+// namespace and name, with the object meshscope compiled.
+func TestTerraformManifestConfigs(t *testing.T) {
+	sidecars := []byte(`apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: web, namespace: a, labels: {app.kubernetes.io/managed-by: meshscope}}
+spec:
+  workloadSelector: {labels: {app: web}}
+  egress: [{hosts: ["istio-system/*", "b/api.b.svc.cluster.local"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: web, namespace: b}
+spec:
+  egress: [{hosts: ["./*"]}]
+`)
+	read := func(t *testing.T, dir, kind string) map[string]map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "sidecars.tf.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Resource map[string]map[string]map[string]any `json:"resource"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Resource[kind]
+	}
+	dir := t.TempDir()
+	n, err := TerraformManifests(dir, sidecars, "/kubeconfig")
+	if err != nil || n != 2 {
+		t.Fatalf("TerraformManifests = %d, %v; want 2 resources", n, err)
+	}
+	km := read(t, dir, "kubernetes_manifest")
+	obj, _ := km["a_web"]["manifest"].(map[string]any)
+	spec, _ := obj["spec"].(map[string]any)
+	egress, _ := spec["egress"].([]any)
+	if len(km) != 2 || obj["kind"] != "Sidecar" || len(egress) != 1 {
+		t.Errorf("kubernetes_manifest resources = %v", km)
+	}
+	dir = t.TempDir()
+	if n, err := TerraformKubectlManifests(dir, sidecars, "/kubeconfig"); err != nil || n != 2 {
+		t.Fatalf("TerraformKubectlManifests = %d, %v; want 2 resources", n, err)
+	}
+	kc := read(t, dir, "kubectl_manifest")
+	body, _ := kc["b_web"]["yaml_body"].(string)
+	var parsed struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(body), &parsed); err != nil || parsed.Metadata.Namespace != "b" {
+		t.Errorf("kubectl_manifest b_web yaml_body = %q (%v)", body, err)
 	}
 }

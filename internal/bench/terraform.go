@@ -95,26 +95,13 @@ func TerraformManifests(dir string, sidecarsYAML []byte, kubeconfig string) (int
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
-	inv := mesh.New()
-	if err := inv.AddYAML("sidecars", sidecarsYAML); err != nil {
+	objects, err := sidecarObjects(sidecarsYAML)
+	if err != nil {
 		return 0, err
 	}
 	resources := map[string]any{}
-	for _, sc := range inv.Sidecars {
-		spec, err := json.Marshal(sc.Spec)
-		if err != nil {
-			return 0, err
-		}
-		var specMap map[string]any
-		if err := json.Unmarshal(spec, &specMap); err != nil {
-			return 0, err
-		}
-		resources[sc.Name] = map[string]any{"manifest": map[string]any{
-			"apiVersion": "networking.istio.io/v1",
-			"kind":       "Sidecar",
-			"metadata":   map[string]any{"name": sc.Name, "namespace": sc.Namespace, "labels": sc.Labels},
-			"spec":       specMap,
-		}}
+	for key, obj := range objects {
+		resources[key] = map[string]any{"manifest": obj}
 	}
 	js, err := json.MarshalIndent(map[string]any{"resource": map[string]any{"kubernetes_manifest": resources}}, "", " ")
 	if err != nil {
@@ -144,30 +131,17 @@ func TerraformKubectlManifests(dir string, sidecarsYAML []byte, kubeconfig strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
-	inv := mesh.New()
-	if err := inv.AddYAML("sidecars", sidecarsYAML); err != nil {
+	objects, err := sidecarObjects(sidecarsYAML)
+	if err != nil {
 		return 0, err
 	}
 	resources := map[string]any{}
-	for _, sc := range inv.Sidecars {
-		spec, err := json.Marshal(sc.Spec)
+	for key, obj := range objects {
+		body, err := json.Marshal(obj)
 		if err != nil {
 			return 0, err
 		}
-		var specMap map[string]any
-		if err := json.Unmarshal(spec, &specMap); err != nil {
-			return 0, err
-		}
-		body, err := json.Marshal(map[string]any{
-			"apiVersion": "networking.istio.io/v1",
-			"kind":       "Sidecar",
-			"metadata":   map[string]any{"name": sc.Name, "namespace": sc.Namespace, "labels": sc.Labels},
-			"spec":       specMap,
-		})
-		if err != nil {
-			return 0, err
-		}
-		resources[sc.Namespace+"_"+sc.Name] = map[string]any{"yaml_body": string(body)}
+		resources[key] = map[string]any{"yaml_body": string(body)}
 	}
 	js, err := json.MarshalIndent(map[string]any{"resource": map[string]any{"kubectl_manifest": resources}}, "", " ")
 	if err != nil {
@@ -188,6 +162,33 @@ provider "kubectl" {
 }
 `, kubeconfig)
 	return len(resources), writeAll(dir, map[string][]byte{"main.tf": []byte(tf), "sidecars.tf.json": js})
+}
+
+// sidecarObjects decodes the Sidecars of a YAML stream into the objects a
+// manifest resource declares, by resource name "<namespace>_<name>".
+func sidecarObjects(sidecarsYAML []byte) (map[string]map[string]any, error) {
+	inv := mesh.New()
+	if err := inv.AddYAML("sidecars", sidecarsYAML); err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]any, len(inv.Sidecars))
+	for _, sc := range inv.Sidecars {
+		spec, err := json.Marshal(sc.Spec)
+		if err != nil {
+			return nil, err
+		}
+		var specMap map[string]any
+		if err := json.Unmarshal(spec, &specMap); err != nil {
+			return nil, err
+		}
+		out[sc.Namespace+"_"+sc.Name] = map[string]any{
+			"apiVersion": "networking.istio.io/v1",
+			"kind":       "Sidecar",
+			"metadata":   map[string]any{"name": sc.Name, "namespace": sc.Namespace, "labels": sc.Labels},
+			"spec":       specMap,
+		}
+	}
+	return out, nil
 }
 
 // TerraformRC is a CLI configuration that loads providers from local

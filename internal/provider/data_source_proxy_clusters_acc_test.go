@@ -117,22 +117,9 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 			}
 			check := func(s *terraform.State) error {
 				for i, p := range pods {
-					rs := s.RootModule().Resources[fmt.Sprintf("data.meshscope_proxy_clusters.p%d", i)]
-					if rs == nil {
-						return fmt.Errorf("data source p%d missing from state", i)
-					}
-					n, _ := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
-					predicted := make([]string, n)
-					for k := range predicted {
-						predicted[k] = rs.Primary.Attributes[fmt.Sprintf("clusters.%d", k)]
-					}
 					proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels}
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					pushed, err := xdsprobe.WaitFor(ctx, istiod.XDSAddr, proxy, func(got []string) bool { return slices.Equal(got, predicted) })
-					cancel()
-					if err != nil || !slices.Equal(pushed, predicted) {
-						return fmt.Errorf("%s/%s (seed %d): istiod pushed %d clusters, meshscope predicted %d\n only pushed:    %v\n only predicted: %v\n(%v)",
-							p.Namespace, p.Name, seed, len(pushed), len(predicted), setMinus(pushed, predicted), setMinus(predicted, pushed), err)
+					if _, err := pushedAsPredicted(s, istiod.XDSAddr, fmt.Sprintf("p%d", i), proxy); err != nil {
+						return fmt.Errorf("seed %d: %w", seed, err)
 					}
 				}
 				return nil
@@ -143,6 +130,29 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 			})
 		})
 	}
+}
+
+// pushedAsPredicted reads the clusters data source meshscope_proxy_clusters.<name>
+// predicted from the state, and waits up to 30 s for istiod at addr to push
+// exactly those to the proxy. It returns the predicted list.
+func pushedAsPredicted(s *terraform.State, addr, name string, proxy xdsprobe.Proxy) ([]string, error) {
+	rs := s.RootModule().Resources["data.meshscope_proxy_clusters."+name]
+	if rs == nil {
+		return nil, fmt.Errorf("data source %s missing from state", name)
+	}
+	n, _ := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
+	predicted := make([]string, n)
+	for k := range predicted {
+		predicted[k] = rs.Primary.Attributes[fmt.Sprintf("clusters.%d", k)]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pushed, err := xdsprobe.WaitFor(ctx, addr, proxy, func(got []string) bool { return slices.Equal(got, predicted) })
+	if err != nil || !slices.Equal(pushed, predicted) {
+		return predicted, fmt.Errorf("%s/%s: istiod pushed %d clusters, meshscope predicted %d\n only pushed:    %v\n only predicted: %v\n(%v)",
+			proxy.Namespace, proxy.Name, len(pushed), len(predicted), setMinus(pushed, predicted), setMinus(predicted, pushed), err)
+	}
+	return predicted, nil
 }
 
 func setMinus(a, b []string) []string {

@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
@@ -433,29 +432,7 @@ func TestAccWorkloadScope_seedLive(t *testing.T) {
 	for _, ns := range []string{"istio-system", "kube-system", "default"} {
 		c.LabelNamespace(t, ns, label, "true")
 	}
-	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "seed", "manifests", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("seed manifests: %v", err)
-	}
-	rename := testenv.RenameNamespaces(map[string]string{"foo": foo, "bar": bar})
-	// The API server has its own default/kubernetes Service.
-	skipKubernetes := testenv.Skip(func(u *unstructured.Unstructured) bool {
-		return u.GetKind() == "Service" && u.GetNamespace() == "default" && u.GetName() == "kubernetes"
-	})
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.ApplyYAML(t, string(b), rename, skipKubernetes)
-	}
-	app := map[string]string{"app": "test-app"}
-	port80 := corev1.ContainerPort{ContainerPort: 80, Protocol: corev1.ProtocolTCP}
-	pods := map[string]*corev1.Pod{
-		"foo": c.CreatePodRunning(t, foo, "test-app-"+testenv.RandomSuffix(5), app, testenv.UniqueIP(), port80),
-		"bar": c.CreatePodRunning(t, bar, "test-app-"+testenv.RandomSuffix(5), app, testenv.UniqueIP(), port80),
-	}
-	c.SyncEndpointSlices(t, foo, bar)
+	pods := c.ApplySeed(t, filepath.Join("..", "..", "examples", "seed", "manifests"), foo, bar)
 	meshConfig := fmt.Sprintf("discoverySelectors:\n- matchLabels: {%q: \"true\"}\n", label)
 	istiod := testenv.StartIstiod(t, c.Env, testenv.IstiodOptions{MeshConfig: meshConfig})
 
@@ -484,30 +461,19 @@ resource "meshscope_workload_scope" "foo" {
 `, foo)
 
 	// pushedAsPredicted compares each data source's clusters with what istiod pushes to that pod.
-	pushedAsPredicted := func(want map[string]int) resource.TestCheckFunc {
+	// pushed checks that each data source predicts want[name] clusters, exactly what istiod pushes to the pod.
+	pushed := func(want map[string]int) resource.TestCheckFunc {
 		return func(s *terraform.State) error {
 			for name, n := range want {
-				rs := s.RootModule().Resources["data.meshscope_proxy_clusters."+name]
-				if rs == nil {
-					return fmt.Errorf("data source %s missing from state", name)
-				}
-				count, _ := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
-				predicted := make([]string, count)
-				for k := range predicted {
-					predicted[k] = rs.Primary.Attributes[fmt.Sprintf("clusters.%d", k)]
-				}
-				if count != n {
-					return fmt.Errorf("%s/test-app: meshscope predicted %d clusters, want %d: %v", name, count, n, predicted)
-				}
 				p := pods[name]
 				proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels,
 					PodPorts: []xdsprobe.PodPort{{ContainerPort: 80, Protocol: "TCP"}}}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				pushed, err := xdsprobe.WaitFor(ctx, istiod.XDSAddr, proxy, func(got []string) bool { return slices.Equal(got, predicted) })
-				cancel()
-				if err != nil || !slices.Equal(pushed, predicted) {
-					return fmt.Errorf("%s/test-app: istiod pushed %d clusters, meshscope predicted %d\n only pushed:    %v\n only predicted: %v\n(%v)",
-						name, len(pushed), len(predicted), setMinus(pushed, predicted), setMinus(predicted, pushed), err)
+				predicted, err := pushedAsPredicted(s, istiod.XDSAddr, name, proxy)
+				if err != nil {
+					return err
+				}
+				if len(predicted) != n {
+					return fmt.Errorf("%s/test-app: meshscope predicted and istiod pushed %d clusters, want %d: %v", name, len(predicted), n, predicted)
 				}
 			}
 			return nil
@@ -519,7 +485,7 @@ resource "meshscope_workload_scope" "foo" {
 			{
 				// No Sidecar: 19 each, predicted and pushed.
 				Config: provider + dataSources,
-				Check:  pushedAsPredicted(map[string]int{"foo": 19, "bar": 19}),
+				Check:  pushed(map[string]int{"foo": 19, "bar": 19}),
 			},
 			{
 				// The plan predicts 13 for foo before anything is applied.
@@ -532,7 +498,7 @@ resource "meshscope_workload_scope" "foo" {
 			{
 				// Read again with the Sidecar in the cluster: 13 for foo, 19 for bar, as pushed.
 				Config: provider + dataSources + scope,
-				Check:  pushedAsPredicted(map[string]int{"foo": 13, "bar": 19}),
+				Check:  pushed(map[string]int{"foo": 13, "bar": 19}),
 			},
 		},
 	})

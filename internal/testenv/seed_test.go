@@ -3,8 +3,6 @@ package testenv_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
@@ -67,28 +64,8 @@ func TestSeedLive(t *testing.T) {
 	if len(k.Spec.Ports) != 1 || k.Spec.Ports[0].Port != 443 {
 		t.Fatalf("default/kubernetes ports = %v, want one port 443", k.Spec.Ports)
 	}
-	files, err := filepath.Glob(filepath.Join(seedManifests, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("seed manifests in %s: %v", seedManifests, err)
-	}
-	rename := testenv.RenameNamespaces(map[string]string{"foo": foo, "bar": bar})
-	skipKubernetes := testenv.Skip(func(u *unstructured.Unstructured) bool {
-		return u.GetKind() == "Service" && u.GetNamespace() == "default" && u.GetName() == "kubernetes"
-	})
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.ApplyYAML(t, string(b), rename, skipKubernetes)
-	}
-
-	// What the Deployments' controllers and kubelets would do: one Running pod each, and slices.
-	port80 := corev1.ContainerPort{ContainerPort: 80, Protocol: corev1.ProtocolTCP}
-	app := map[string]string{"app": "test-app"}
-	fooPod := c.CreatePodRunning(t, foo, "test-app-"+testenv.RandomSuffix(5), app, testenv.UniqueIP(), port80)
-	barPod := c.CreatePodRunning(t, bar, "test-app-"+testenv.RandomSuffix(5), app, testenv.UniqueIP(), port80)
-	c.SyncEndpointSlices(t, foo, bar)
+	pods := c.ApplySeed(t, seedManifests, foo, bar)
+	fooPod, barPod := pods["foo"], pods["bar"]
 
 	proxy := func(p *corev1.Pod) xdsprobe.Proxy {
 		return xdsprobe.Proxy{
@@ -126,7 +103,7 @@ func TestSeedLive(t *testing.T) {
 	}
 
 	// The seed Sidecar in foo: istio-system/* only, and the ingress listener's inbound cluster.
-	c.ApplyYAML(t, seedSidecar, rename)
+	c.ApplyYAML(t, seedSidecar, testenv.RenameNamespaces(map[string]string{"foo": foo}))
 	got = waitClusters(ctx, t, private.XDSAddr, proxy(fooPod), equal(after))
 	assertClusters(t, "foo/test-app, seed Sidecar, private istiod", got, after)
 	got = waitClusters(ctx, t, shared, proxy(fooPod), equal(after))

@@ -151,6 +151,8 @@ type runner struct {
 	// proxy; empty when the build failed, with kubectlErr saying why.
 	kubectlDir, kubectlErr string
 	pprofProviderDir       string
+	// manifestDir holds the Sidecars as kubernetes_manifest resources, unplanned.
+	manifestDir string
 	// planProfile is the provider's CPU profile over the profiled plan, and
 	// planProfileScenario the plan it profiles.
 	planProfile, planProfileScenario string

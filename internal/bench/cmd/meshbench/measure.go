@@ -496,6 +496,12 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, plan func(scen
 	if err != nil {
 		return err
 	}
+	// The same Sidecars as kubernetes_manifest, for whoever has a build of
+	// hashicorp/kubernetes v2: written, not planned (see the report).
+	b.manifestDir = filepath.Join(tfDir, fmt.Sprintf("kubernetes-manifest-%d", n))
+	if _, err := bench.TerraformManifests(b.manifestDir, sc, b.cfg.kubeconfig); err != nil {
+		return err
+	}
 	dir := filepath.Join(tfDir, fmt.Sprintf("kubectl-manifest-%d", n))
 	count, err := bench.TerraformKubectlManifests(dir, sc, b.cfg.kubeconfig)
 	if err != nil {

@@ -495,7 +495,12 @@ func (b *runner) terraformSection(w *strings.Builder) {
 	p("this project uses serves only `v1.13.4` of `github.com/hashicorp/terraform-provider-kubernetes` (May 2021), which ")
 	p("predates `kubernetes_manifest` (merged from the `-alpha` provider in v2.4.0); it answers 403 for the v2 tags, for commit ")
 	p("pseudo-versions and for `terraform-provider-kubernetes-alpha`, and the registry cannot be reached. ")
-	p("`bench.TerraformManifests` writes the same Sidecars as `kubernetes_manifest` blocks for when a v2 build is available. ")
+	if b.manifestDir != "" {
+		p("`bench.TerraformManifests` wrote the same Sidecars as `kubernetes_manifest` blocks to `%s`, ", b.manifestDir)
+		p("to plan with a v2 build where one is available. ")
+	} else {
+		p("`bench.TerraformManifests` writes the same Sidecars as `kubernetes_manifest` blocks for when a v2 build is available. ")
+	}
 	p("In its place the run plans them as `kubectl_manifest` resources of `%s`, built from the Go module proxy: the ", kubectlProvider)
 	p("generic-manifest provider most platform repositories use besides `kubernetes_manifest`. It plans a new object from its ")
 	p("YAML, where `kubernetes_manifest` also needs the API server's OpenAPI schema at plan time to type each manifest; ")
