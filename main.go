@@ -8,6 +8,7 @@ import (
 	"flag"
 	"log"
 	"os"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -54,26 +55,27 @@ func main() {
 	}
 }
 
-// logSettings are the variables with which Terraform and the plugin SDKs
-// choose what a provider logs; "TF_LOG_PROVIDER_MESHSCOPE" is this provider's own.
-var logSettings = []string{
-	"TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER",
-	"TF_LOG_PROVIDER_MESHSCOPE", "TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK",
-}
+// terraformLogSettings are the variables with which Terraform decides what it
+// logs and keeps; sdkLogSettings those with which the plugin SDKs decide what the
+// provider writes ("TF_LOG_PROVIDER_MESHSCOPE" is this provider's own).
+var (
+	terraformLogSettings = []string{"TF_LOG", "TF_LOG_PATH", "TF_LOG_CORE", "TF_LOG_PROVIDER"}
+	sdkLogSettings       = []string{"TF_LOG_PROVIDER_MESHSCOPE", "TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK"}
+)
 
 // quietUnreadLogs turns off the SDK's and the provider's logs when Terraform
 // discards them anyway. The plugin SDKs log at trace level unless told
 // otherwise, and Terraform parses every line the provider writes even when,
-// with none of the variables of logSettings set, it keeps none of them: over a
-// plan of a thousand scopes that costs about a third of the CPU of both
-// processes. With any of them set, logging is left as the user asked for it.
+// with none of the variables above set, it keeps none of them: over a plan of
+// a thousand scopes that costs about a third of the CPU of both processes.
+// With any of them set, logging is left as the user asked for it.
 func quietUnreadLogs(getenv func(string) string, setenv func(string, string) error) {
-	for _, v := range logSettings {
+	for _, v := range append(slices.Clone(terraformLogSettings), sdkLogSettings...) {
 		if getenv(v) != "" {
 			return
 		}
 	}
-	for _, v := range logSettings[4:] {
+	for _, v := range sdkLogSettings {
 		_ = setenv(v, "off")
 	}
 }

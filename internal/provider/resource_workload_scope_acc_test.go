@@ -77,6 +77,20 @@ provider "meshscope" {
 `, c.Env.APIServer, token, heredoc(string(ca)), force)
 }
 
+// webNamespace creates a unique namespace holding the Service web (port 80,
+// selecting app=web) that webScope's workloads run behind.
+func webNamespace(t *testing.T, c *testenv.Cluster, prefix string) string {
+	t.Helper()
+	ns := c.UniqueNamespace(t, prefix, nil)
+	c.ApplyYAML(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
+`, testenv.InNamespace(ns))
+	return ns
+}
+
 func webScope(ns string, ports string) string {
 	return fmt.Sprintf(`
 resource "meshscope_workload_scope" "web" {
@@ -130,13 +144,7 @@ func egressPorts(obj map[string]any) []int64 {
 func TestAccWorkloadScope_lifecycle(t *testing.T) {
 	c := testenv.Connect(t)
 	token := leastPrivilegeToken(t, c)
-	ns := c.UniqueNamespace(t, "web", nil)
-	c.ApplyYAML(t, `
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
-`, testenv.InNamespace(ns))
+	ns := webNamespace(t, c, "web")
 	c.CreatePodRunning(t, ns, "web-0", map[string]string{"app": "web"}, testenv.UniqueIP())
 
 	ports := func(want ...int64) func(map[string]any) error {
@@ -236,13 +244,7 @@ resource "meshscope_workload_scope" "web" {
 func TestAccWorkloadScope_goneAndForeign(t *testing.T) {
 	c := testenv.Connect(t)
 	token := leastPrivilegeToken(t, c)
-	ns := c.UniqueNamespace(t, "web", nil)
-	c.ApplyYAML(t, `
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
-`, testenv.InNamespace(ns))
+	ns := webNamespace(t, c, "web")
 	deleteSidecar := func() {
 		if err := c.Dynamic.Resource(kube.SidecarGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -317,13 +319,7 @@ resource "meshscope_workload_scope" "other" {
 func TestAccWorkloadScope_waitForProxies(t *testing.T) {
 	c := testenv.Connect(t)
 	token := leastPrivilegeToken(t, c)
-	ns := c.UniqueNamespace(t, "wait", nil)
-	c.ApplyYAML(t, `
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
-`, testenv.InNamespace(ns))
+	ns := webNamespace(t, c, "wait")
 	web := map[string]string{"app": "web"}
 	acking := c.CreatePodRunning(t, ns, "web-0", web, testenv.UniqueIP())
 	silent := c.CreatePodRunning(t, ns, "web-1", web, testenv.UniqueIP())
