@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -118,7 +116,7 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 			check := func(s *terraform.State) error {
 				for i, p := range pods {
 					proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels}
-					if _, err := pushedAsPredicted(s, istiod.XDSAddr, fmt.Sprintf("p%d", i), proxy); err != nil {
+					if _, err := pushedAsPredicted(s, istiod.ControlPlane(), fmt.Sprintf("p%d", i), proxy); err != nil {
 						return fmt.Errorf("seed %d: %w", seed, err)
 					}
 				}
@@ -133,34 +131,25 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 }
 
 // pushedAsPredicted reads the clusters data source meshscope_proxy_clusters.<name>
-// predicted from the state, and waits up to 30 s for istiod at addr to push
-// exactly those to the proxy. It returns the predicted list.
-func pushedAsPredicted(s *terraform.State, addr, name string, proxy xdsprobe.Proxy) ([]string, error) {
+// predicted from the state, and waits up to testenv.PushTimeout for istiod to push
+// exactly those to the proxy, on a new connection each look. It returns the predicted list.
+func pushedAsPredicted(s *terraform.State, cp xdsprobe.ControlPlane, name string, proxy xdsprobe.Proxy) ([]string, error) {
 	rs := s.RootModule().Resources["data.meshscope_proxy_clusters."+name]
 	if rs == nil {
 		return nil, fmt.Errorf("data source %s missing from state", name)
 	}
-	n, _ := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
+	n, err := strconv.Atoi(rs.Primary.Attributes["clusters.#"])
+	if err != nil {
+		return nil, fmt.Errorf("data source %s: clusters.# = %q: %w", name, rs.Primary.Attributes["clusters.#"], err)
+	}
 	predicted := make([]string, n)
 	for k := range predicted {
 		predicted[k] = rs.Primary.Attributes[fmt.Sprintf("clusters.%d", k)]
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.PushTimeout)
 	defer cancel()
-	pushed, err := xdsprobe.WaitFor(ctx, addr, proxy, func(got []string) bool { return slices.Equal(got, predicted) })
-	if err != nil || !slices.Equal(pushed, predicted) {
-		return predicted, fmt.Errorf("%s/%s: istiod pushed %d clusters, meshscope predicted %d\n only pushed:    %v\n only predicted: %v\n(%v)",
-			proxy.Namespace, proxy.Name, len(pushed), len(predicted), setMinus(pushed, predicted), setMinus(predicted, pushed), err)
+	if _, err := testenv.WaitPushed(ctx, xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy}, testenv.Exactly(predicted)); err != nil {
+		return predicted, fmt.Errorf("istiod never pushed the %d clusters meshscope predicted: %w", len(predicted), err)
 	}
 	return predicted, nil
-}
-
-func setMinus(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -9,9 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -328,30 +326,16 @@ func TestAccWorkloadScope_waitForProxies(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	cp := c.Env.ControlPlane()
 
-	// web-0 acknowledges every push and remembers the last cluster list.
-	var (
-		mu   sync.Mutex
-		last []string
-	)
-	stream, err := xdsprobe.Dial(ctx, c.Env.XDSAddr, asProxy(acking))
+	// web-0 acknowledges every push and follows the latest cluster list.
+	acker, err := xdsprobe.Watch(ctx, cp, asProxy(acking))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stream.Close()
-	go func() {
-		for {
-			got, err := stream.Next()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			last = got
-			mu.Unlock()
-		}
-	}()
+	defer acker.Close()
 	// web-1 receives but never acknowledges.
-	mute, err := xdsprobe.Dial(ctx, c.Env.XDSAddr, asProxy(silent))
+	mute, err := xdsprobe.Dial(ctx, cp, asProxy(silent))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,17 +343,15 @@ func TestAccWorkloadScope_waitForProxies(t *testing.T) {
 
 	ownService := "outbound|80||web." + ns + ".svc.cluster.local"
 	kubernetes443 := "outbound|443||kubernetes.default.svc.cluster.local"
-	mu.Lock()
-	before := slices.Clone(last)
-	mu.Unlock()
-	if before != nil && !slices.Contains(before, ownService) {
-		t.Fatalf("web-0 without a Sidecar lacks %s: %v", ownService, before)
-	}
+	// Before any Sidecar, istiod pushes web-0 the default scope, its own Service included, once it
+	// has indexed the Service created above: wait for that, not for the first push.
+	testenv.EventuallyPushed(t, acker, testenv.Want{Include: []string{ownService, kubernetes443}}, testenv.PushTimeout)
 
 	provider := func(debug bool) string {
 		cfg := liveProvider(t, c, token, false)
 		if debug {
-			cfg = strings.Replace(cfg, "provider \"meshscope\" {\n", fmt.Sprintf("provider \"meshscope\" {\n  istiod_debug_url   = %q\n  proxy_wait_timeout = \"8s\"\n", "http://"+c.Env.IstiodHTTPAddr), 1)
+			// Long enough for web-0 to acknowledge on a busy machine; web-1 never does.
+			cfg = strings.Replace(cfg, "provider \"meshscope\" {\n", fmt.Sprintf("provider \"meshscope\" {\n  istiod_debug_url   = %q\n  proxy_wait_timeout = \"45s\"\n", "http://"+c.Env.IstiodHTTPAddr), 1)
 		}
 		return cfg
 	}
@@ -393,20 +375,12 @@ func TestAccWorkloadScope_waitForProxies(t *testing.T) {
 					plancheck.ExpectResourceAction("meshscope_workload_scope.web", plancheck.ResourceActionReplace),
 				}},
 				Check: func(*terraform.State) error {
-					// Apply returned after web-0 acknowledged: its clusters are the new scope's.
-					deadline := time.Now().Add(2 * time.Second)
-					for {
-						mu.Lock()
-						got := slices.Clone(last)
-						mu.Unlock()
-						if slices.Contains(got, kubernetes443) && !slices.Contains(got, ownService) {
-							return nil
-						}
-						if time.Now().After(deadline) {
-							return fmt.Errorf("web-0 holds %v after apply, want %s and not %s", got, kubernetes443, ownService)
-						}
-						time.Sleep(50 * time.Millisecond)
-					}
+					// Apply returned once web-0 acknowledged the new scope: the list it follows is
+					// the new scope's (its goroutine records a push just after acknowledging it).
+					ctx, cancel := context.WithTimeout(context.Background(), testenv.PushTimeout)
+					defer cancel()
+					_, err := testenv.WaitPushed(ctx, acker, testenv.Want{Include: []string{kubernetes443}, Exclude: []string{ownService}})
+					return err
 				},
 			},
 		},
@@ -464,7 +438,7 @@ resource "meshscope_workload_scope" "foo" {
 				p := pods[name]
 				proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels,
 					PodPorts: []xdsprobe.PodPort{{ContainerPort: 80, Protocol: "TCP"}}}
-				predicted, err := pushedAsPredicted(s, istiod.XDSAddr, name, proxy)
+				predicted, err := pushedAsPredicted(s, istiod.ControlPlane(), name, proxy)
 				if err != nil {
 					return err
 				}

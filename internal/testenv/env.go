@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
 )
 
 const (
@@ -35,10 +37,13 @@ type Env struct {
 	Kubeconfig     string // an admin kubeconfig (system:masters)
 	XDSAddr        string // istiod's plaintext xDS address, 127.0.0.1:15010
 	IstiodHTTPAddr string // istiod's HTTP address (/ready, /debug), 127.0.0.1:8080
-	APIServer      string // https://127.0.0.1:16443
-	IstiodBin      string // the pilot-discovery binary, for StartIstiod; empty on kind
-	IstioCRDs      string // the Istio CRD manifest that was installed; empty on kind
-	Kind           bool   // started by `make kind-up` rather than `make testenv`
+	// ClusterID is istiod's CLUSTER_ID, unique to each `make testenv` start, so that a probe can
+	// tell this istiod from any other on the machine.
+	ClusterID string
+	APIServer string // https://127.0.0.1:16443
+	IstiodBin string // the pilot-discovery binary, for StartIstiod; empty on kind
+	IstioCRDs string // the Istio CRD manifest that was installed; empty on kind
+	Kind      bool   // started by `make kind-up` rather than `make testenv`
 }
 
 // Dir is the state directory: $MESHSCOPE_TESTENV_DIR, else /tmp/meshscope-testenv.
@@ -78,13 +83,14 @@ func Load(ctx context.Context) (*Env, error) {
 		Kubeconfig:     vals["KUBECONFIG"],
 		XDSAddr:        vals["MESHSCOPE_TESTENV_XDS_ADDR"],
 		IstiodHTTPAddr: vals["MESHSCOPE_TESTENV_ISTIOD_HTTP_ADDR"],
+		ClusterID:      vals["MESHSCOPE_TESTENV_CLUSTER_ID"],
 		APIServer:      vals["MESHSCOPE_TESTENV_APISERVER"],
 		IstiodBin:      vals["MESHSCOPE_TESTENV_ISTIOD_BIN"],
 		IstioCRDs:      vals["MESHSCOPE_TESTENV_ISTIO_CRDS"],
 		Kind:           vals["MESHSCOPE_TESTENV_KIND"] == "kind",
 	}
-	if env.Kubeconfig == "" || env.XDSAddr == "" || env.IstiodHTTPAddr == "" {
-		return nil, fmt.Errorf("%s is incomplete", path)
+	if env.Kubeconfig == "" || env.XDSAddr == "" || env.IstiodHTTPAddr == "" || env.ClusterID == "" {
+		return nil, fmt.Errorf("%s is incomplete (written by an older testenv.sh? run `make testenv-down testenv`)", path)
 	}
 	if _, err := os.Stat(env.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -92,7 +98,15 @@ func Load(ctx context.Context) (*Env, error) {
 	if err := ready(ctx, "http://"+env.IstiodHTTPAddr+"/ready"); err != nil {
 		return nil, fmt.Errorf("istiod at %s is not ready: %w", env.IstiodHTTPAddr, err)
 	}
+	if err := env.ControlPlane().Verify(ctx); err != nil {
+		return nil, err
+	}
 	return env, nil
+}
+
+// ControlPlane is the shared istiod, for the xDS probe.
+func (e *Env) ControlPlane() xdsprobe.ControlPlane {
+	return xdsprobe.ControlPlane{XDSAddr: e.XDSAddr, HTTPAddr: e.IstiodHTTPAddr, ClusterID: e.ClusterID}
 }
 
 // Require returns the running test control plane. Without TF_ACC the test is skipped; with TF_ACC

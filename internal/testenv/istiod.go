@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
 )
 
 // IstiodOptions configures a private istiod.
@@ -24,9 +26,15 @@ type IstiodOptions struct {
 
 // Istiod is a private istiod started by StartIstiod.
 type Istiod struct {
-	XDSAddr  string // plaintext xDS, 127.0.0.1:<port>
-	HTTPAddr string // /ready and /debug, 127.0.0.1:<port>
-	Log      string // its log file
+	XDSAddr   string // plaintext xDS, 127.0.0.1:<port>
+	HTTPAddr  string // /ready and /debug, 127.0.0.1:<port>
+	ClusterID string // its CLUSTER_ID, of its own
+	Log       string // its log file
+}
+
+// ControlPlane is this istiod, for the xDS probe.
+func (ist *Istiod) ControlPlane() xdsprobe.ControlPlane {
+	return xdsprobe.ControlPlane{XDSAddr: ist.XDSAddr, HTTPAddr: ist.HTTPAddr, ClusterID: ist.ClusterID}
 }
 
 // StartIstiod starts a second istiod, private to the test, against the test control plane's API
@@ -49,9 +57,10 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 	}
 	httpPort, grpcPort := freePort(t), freePort(t)
 	ist := &Istiod{
-		XDSAddr:  fmt.Sprintf("127.0.0.1:%d", grpcPort),
-		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort),
-		Log:      filepath.Join(dir, "istiod.log"),
+		XDSAddr:   fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", httpPort),
+		ClusterID: "testenv-private-" + RandomSuffix(6),
+		Log:       filepath.Join(dir, "istiod.log"),
 	}
 	logf, err := os.Create(ist.Log)
 	if err != nil {
@@ -76,7 +85,7 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 		"POD_NAMESPACE=istio-system",
 		"POD_NAME=istiod-"+RandomSuffix(6),
 		"REVISION=default",
-		"CLUSTER_ID=Kubernetes",
+		"CLUSTER_ID="+ist.ClusterID,
 		"KUBECONFIG="+env.Kubeconfig,
 		"ENABLE_CA_SERVER=false",
 		"PILOT_ENABLE_GATEWAY_API_STATUS=false",
@@ -107,7 +116,7 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 		}
 	})
 
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(PushTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := ready(ctx, "http://"+ist.HTTPAddr+"/ready")
@@ -122,8 +131,14 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 		case <-time.After(250 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("private istiod not ready after 2m; log %s:\n%s", ist.Log, tail(ist.Log, 40))
+			t.Fatalf("private istiod not ready after %s; log %s:\n%s", PushTimeout, ist.Log, tail(ist.Log, 40))
 		}
+	}
+	// Two free ports were picked, then closed: make sure the istiod now on them is this one.
+	vctx, vcancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer vcancel()
+	if err := ist.ControlPlane().Verify(vctx); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("private istiod ready on %s after %s", ist.XDSAddr, time.Since(start).Round(100*time.Millisecond))
 	return ist

@@ -2,9 +2,9 @@ package testenv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,30 +87,33 @@ func TestSeedLive(t *testing.T) {
 
 	private := testenv.StartIstiod(t, c.Env, testenv.IstiodOptions{
 		MeshConfig: fmt.Sprintf("discoverySelectors:\n  - matchLabels:\n      %s: \"true\"\n", meshLabel),
-	})
-	shared := c.Env.XDSAddr
+	}).ControlPlane()
+	shared := c.Env.ControlPlane()
+	fresh := func(cp xdsprobe.ControlPlane, p *corev1.Pod) xdsprobe.Probe {
+		return xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy(p)}
+	}
+	// foo's proxy also follows the private istiod's pushes on one stream, as Envoy would.
+	watch, err := xdsprobe.Watch(ctx, private, proxy(fooPod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
 
 	// No Sidecar: the default */* scope. The private istiod sees exactly the seed; the shared one
 	// sees the seed plus whatever else is in the cluster.
-	got := waitClusters(ctx, t, private.XDSAddr, proxy(fooPod), equal(before))
-	assertClusters(t, "foo/test-app, no Sidecar, private istiod", got, before)
-	got = waitClusters(ctx, t, private.XDSAddr, proxy(barPod), equal(before))
-	assertClusters(t, "bar/test-app, no Sidecar, private istiod", got, before)
-	want := append(slices.Clone(before), noise)
-	got = waitClusters(ctx, t, shared, proxy(fooPod), superset(want))
-	if missing := difference(want, got); len(missing) > 0 {
-		t.Errorf("foo/test-app, no Sidecar, shared istiod: missing %v (got %d clusters)", missing, len(got))
-	}
+	testenv.EventuallyPushed(t, fresh(private, fooPod), testenv.Exactly(before), testenv.PushTimeout)
+	testenv.EventuallyPushed(t, watch, testenv.Exactly(before), testenv.PushTimeout)
+	testenv.EventuallyPushed(t, fresh(private, barPod), testenv.Exactly(before), testenv.PushTimeout)
+	testenv.EventuallyPushed(t, fresh(shared, fooPod), testenv.Want{Include: append(slices.Clone(before), noise)}, testenv.PushTimeout)
 
 	// The seed Sidecar in foo: istio-system/* only, and the ingress listener's inbound cluster.
 	c.ApplyYAML(t, seedSidecar, testenv.RenameNamespaces(map[string]string{"foo": foo}))
-	got = waitClusters(ctx, t, private.XDSAddr, proxy(fooPod), equal(after))
-	assertClusters(t, "foo/test-app, seed Sidecar, private istiod", got, after)
-	got = waitClusters(ctx, t, shared, proxy(fooPod), equal(after))
-	assertClusters(t, "foo/test-app, seed Sidecar, shared istiod", got, after)
-	// The Sidecar is in foo, so bar's proxy keeps the default scope (worked example 3).
-	got = waitClusters(ctx, t, private.XDSAddr, proxy(barPod), equal(before))
-	assertClusters(t, "bar/test-app, seed Sidecar in foo, private istiod", got, before)
+	testenv.EventuallyPushed(t, fresh(private, fooPod), testenv.Exactly(after), testenv.PushTimeout)
+	testenv.EventuallyPushed(t, watch, testenv.Exactly(after), testenv.PushTimeout)
+	testenv.EventuallyPushed(t, fresh(shared, fooPod), testenv.Exactly(after), testenv.PushTimeout)
+	// The Sidecar is in foo, so bar's proxy keeps the default scope (worked example 3). Its
+	// list must hold once foo's has changed, so istiod has seen the Sidecar by now.
+	testenv.EventuallyPushed(t, fresh(private, barPod), testenv.Exactly(before), testenv.PushTimeout)
 }
 
 // TestProbeStreamsPushes keeps one ADS stream open and checks that istiod pushes a new cluster
@@ -133,18 +136,15 @@ spec:
 `, testenv.InNamespace(ns))
 	p := xdsprobe.Proxy{Namespace: ns, Name: pod.Name, IP: pod.Status.PodIP, Labels: pod.Labels}
 	fixed := []string{"BlackHoleCluster", "InboundPassthroughCluster", "PassthroughCluster"}
-	waitClusters(ctx, t, c.Env.XDSAddr, p, equal(fixed))
-
-	s, err := xdsprobe.Dial(ctx, c.Env.XDSAddr, p)
+	cp := c.Env.ControlPlane()
+	// Wait until istiod applies the Sidecar to a new connection, then follow one stream.
+	testenv.EventuallyPushed(t, xdsprobe.Fresh{ControlPlane: cp, Proxy: p}, testenv.Exactly(fixed), testenv.PushTimeout)
+	watch, err := xdsprobe.Watch(ctx, cp, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	first, err := s.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertClusters(t, "first push", first, fixed)
+	defer watch.Close()
+	testenv.EventuallyPushed(t, watch, testenv.Exactly(fixed), testenv.PushTimeout)
 
 	c.ApplyYAML(t, `
 apiVersion: v1
@@ -157,16 +157,8 @@ spec:
       port: 8080
 `, testenv.InNamespace(ns))
 	want := append([]string{fmt.Sprintf("outbound|8080||echo.%s.svc.cluster.local", ns)}, fixed...)
-	slices.Sort(want)
-	for {
-		got, err := s.Next()
-		if err != nil {
-			t.Fatalf("waiting for a push with %v: %v", want, err)
-		}
-		if slices.Equal(got, want) {
-			return
-		}
-	}
+	// The same stream, not a new connection: istiod pushed the change to it.
+	testenv.EventuallyPushed(t, watch, testenv.Exactly(want), testenv.PushTimeout)
 }
 
 // seedClustersBefore is worked example 1: foo's proxy with no Sidecar.
@@ -199,44 +191,32 @@ func seedClustersAfter() []string {
 	return out
 }
 
-func waitClusters(ctx context.Context, t *testing.T, addr string, p xdsprobe.Proxy, ok func([]string) bool) []string {
-	t.Helper()
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+// TestProbeRefusesForeignIstiod: a probe whose xDS port is answered by another istiod than the
+// one it was given (here a private istiod standing in for a developer's own control plane)
+// fails with ErrForeignIstiod instead of reporting that istiod's clusters; so does a control
+// plane whose HTTP port serves another cluster ID.
+func TestProbeRefusesForeignIstiod(t *testing.T) {
+	c := testenv.Connect(t)
+	ns := c.UniqueNamespace(t, "foreign", nil)
+	pod := c.CreatePodRunning(t, ns, "client", map[string]string{"app": "client"}, testenv.UniqueIP())
+	other := testenv.StartIstiod(t, c.Env, testenv.IstiodOptions{}).ControlPlane()
+	ours := c.Env.ControlPlane()
+	p := xdsprobe.Proxy{Namespace: ns, Name: pod.Name, IP: pod.Status.PodIP, Labels: pod.Labels}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.PushTimeout)
 	defer cancel()
-	start := time.Now()
-	got, err := xdsprobe.WaitFor(wctx, addr, p, ok)
-	if err != nil {
-		t.Logf("%s as %s/%s: %v", addr, p.Namespace, p.Name, err)
-	} else {
-		t.Logf("%s as %s/%s: %d clusters after %s", addr, p.Namespace, p.Name, len(got), time.Since(start).Round(100*time.Millisecond))
+
+	// The other istiod answers on xDS, ours on HTTP: ours holds no connection of the probe.
+	split := xdsprobe.ControlPlane{XDSAddr: other.XDSAddr, HTTPAddr: ours.HTTPAddr, ClusterID: ours.ClusterID}
+	_, err := testenv.WaitPushed(ctx, xdsprobe.Fresh{ControlPlane: split, Proxy: p}, testenv.Want{})
+	if !errors.Is(err, xdsprobe.ErrForeignIstiod) {
+		t.Errorf("xDS answered by another istiod: err = %v, want ErrForeignIstiod", err)
 	}
-	return got
-}
-
-func equal(want []string) func([]string) bool {
-	return func(got []string) bool { return slices.Equal(got, want) }
-}
-
-func superset(want []string) func([]string) bool {
-	return func(got []string) bool { return len(difference(want, got)) == 0 }
-}
-
-// difference returns the elements of a that are not in b.
-func difference(a, b []string) []string {
-	var out []string
-	for _, s := range a {
-		if !slices.Contains(b, s) {
-			out = append(out, s)
-		}
+	// Both ports of the other istiod, but the ID of ours.
+	impostor := xdsprobe.ControlPlane{XDSAddr: other.XDSAddr, HTTPAddr: other.HTTPAddr, ClusterID: ours.ClusterID}
+	if err := impostor.Verify(ctx); !errors.Is(err, xdsprobe.ErrForeignIstiod) {
+		t.Errorf("another istiod on both ports: err = %v, want ErrForeignIstiod", err)
 	}
-	return out
-}
-
-func assertClusters(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	if slices.Equal(got, want) {
-		return
-	}
-	t.Errorf("%s: got %d clusters, want %d\n  missing: %s\n  unexpected: %s", what, len(got), len(want),
-		strings.Join(difference(want, got), " "), strings.Join(difference(got, want), " "))
+	// And each istiod is accepted as itself.
+	testenv.EventuallyPushed(t, xdsprobe.Fresh{ControlPlane: other, Proxy: p}, testenv.Want{Include: []string{"BlackHoleCluster"}}, testenv.PushTimeout)
+	testenv.EventuallyPushed(t, xdsprobe.Fresh{ControlPlane: ours, Proxy: p}, testenv.Want{Include: []string{"BlackHoleCluster"}}, testenv.PushTimeout)
 }

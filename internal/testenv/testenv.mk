@@ -4,6 +4,8 @@
 #   make testenv         build (once per pinned version) and start; prints the kubeconfig path
 #   make testenv-down    stop what `make testenv` started, by PID
 #   make testenv-status  exit 0 when all three are up and ready
+#   make testacc-stress  `make testacc` STRESS_RUNS times in a row (default 3) with a busy loop on
+#                        every core beside it; prints wall times and load averages
 #   make kind-up         kind + istioctl instead, where Docker exists (untested here)
 #   make kind-down       delete that kind cluster
 #
@@ -26,12 +28,16 @@ testenv-down:
 testenv-status:
 	@bash $(TESTENV_SH) status
 
+STRESS_RUNS ?= 3
+testacc-stress: testenv
+	@bash $(dir $(TESTENV_SH))stress.sh $(STRESS_RUNS)
+
 kind-up:
 	@bash $(TESTENV_SH) kind-up
 
 kind-down:
 	@bash $(TESTENV_SH) kind-down
 
-.PHONY: testenv testenv-build testenv-down testenv-status kind-up kind-down
+.PHONY: testenv testenv-build testenv-down testenv-status testacc-stress kind-up kind-down
 
 .DEFAULT_GOAL := $(_TESTENV_DEFAULT_GOAL)

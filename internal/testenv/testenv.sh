@@ -21,7 +21,13 @@
 #                            (default /tmp/meshscope-testenv)
 #   MESHSCOPE_TESTENV_ETCD_PORT (12379), _ETCD_PEER_PORT (12380), _APISERVER_PORT (16443),
 #   _ISTIOD_HTTP_PORT (8080), _ISTIOD_GRPC_PORT (15010), _ISTIOD_SECURE_GRPC_PORT (15012),
-#   _ISTIOD_MONITORING_PORT (15014), _ISTIOD_WEBHOOK_PORT (15017)
+#   _ISTIOD_MONITORING_PORT (15014), _ISTIOD_WEBHOOK_PORT (15017), _ISTIOD_CTRLZ_PORT (9876)
+#
+# istiod's ports are its defaults, so another control plane on the machine (a developer's own,
+# another test run) could hold them: `up` refuses to start while any port is taken, naming the
+# holder, and gives istiod a CLUSTER_ID of its own (testenv-<random>, in the env file). The Go
+# helpers check that ID on /debug/clusterz, and that the istiod that pushed to a probe lists the
+# probe's connection, so no test can pass or fail against a foreign istiod.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +43,7 @@ ISTIOD_GRPC_PORT=${MESHSCOPE_TESTENV_ISTIOD_GRPC_PORT:-15010}
 ISTIOD_SECURE_GRPC_PORT=${MESHSCOPE_TESTENV_ISTIOD_SECURE_GRPC_PORT:-15012}
 ISTIOD_MONITORING_PORT=${MESHSCOPE_TESTENV_ISTIOD_MONITORING_PORT:-15014}
 ISTIOD_WEBHOOK_PORT=${MESHSCOPE_TESTENV_ISTIOD_WEBHOOK_PORT:-15017}
+ISTIOD_CTRLZ_PORT=${MESHSCOPE_TESTENV_ISTIOD_CTRLZ_PORT:-9876}
 
 SERVICE_CIDR=10.96.0.0/16
 KUBERNETES_SERVICE_IP=10.96.0.1
@@ -180,6 +187,28 @@ start() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# port_holder PORT: the process listening on PORT, as ss names it (pid and program), when it can.
+port_holder() {
+  local line
+  if command -v ss >/dev/null 2>&1; then
+    line=$(ss -ltnpH "sport = :$1" 2>/dev/null | head -n1)
+    if [[ $line =~ users:\(\(\"([^\"]*)\",pid=([0-9]+) ]]; then
+      printf '%s (pid %s)' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+      return
+    fi
+    [[ -n $line ]] && { printf 'a listener (%s)' "$(awk '{print $4}' <<<"$line")"; return; }
+  fi
+  printf 'an unknown process'
+}
+
+# require_free_ports PORT...: fail on the first port something already listens on, naming it.
+require_free_ports() {
+  local p
+  for p in "$@"; do
+    port_free "$p" || die "127.0.0.1:$p is already in use by $(port_holder "$p"), which testenv did not start. Stop it, or move the test control plane with MESHSCOPE_TESTENV_*_PORT (see the top of $0)."
+  done
+}
+
 # wait_for NAME SECONDS COMMAND...: poll COMMAND until it succeeds; fail early if NAME died.
 wait_for() {
   local name=$1 timeout=$2 deadline
@@ -241,12 +270,13 @@ write_env() {
 # Written by internal/testenv/testenv.sh; read by the Go helpers in internal/testenv.
 KUBECONFIG=$KUBECONFIG_PATH
 MESHSCOPE_TESTENV_KIND=$1
+MESHSCOPE_TESTENV_CLUSTER_ID=$2
 MESHSCOPE_TESTENV_XDS_ADDR=127.0.0.1:$ISTIOD_GRPC_PORT
 MESHSCOPE_TESTENV_ISTIOD_HTTP_ADDR=127.0.0.1:$ISTIOD_HTTP_PORT
 MESHSCOPE_TESTENV_ISTIOD_MONITORING_ADDR=127.0.0.1:$ISTIOD_MONITORING_PORT
 MESHSCOPE_TESTENV_APISERVER=https://127.0.0.1:$APISERVER_PORT
-MESHSCOPE_TESTENV_ISTIOD_BIN=${2:-}
-MESHSCOPE_TESTENV_ISTIO_CRDS=${3:-}
+MESHSCOPE_TESTENV_ISTIOD_BIN=${3:-}
+MESHSCOPE_TESTENV_ISTIO_CRDS=${4:-}
 EOF
   mv -f "$ENV_FILE.tmp" "$ENV_FILE"
 }
@@ -259,6 +289,17 @@ apiserver_ready() {
 }
 etcd_ready() { curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
 istiod_ready() { curl -sf --max-time 2 "http://127.0.0.1:$ISTIOD_HTTP_PORT/ready" >/dev/null; }
+
+# env_value KEY: KEY's value in the env file of the running testenv.
+env_value() { [[ -f $ENV_FILE ]] && awk -F= -v k="$1" '$1 == k { print substr($0, length(k) + 2) }' "$ENV_FILE"; }
+
+# istiod_ours: the istiod answering on the HTTP port serves the CLUSTER_ID this testenv gave it.
+istiod_ours() {
+  local id
+  id=$(env_value MESHSCOPE_TESTENV_CLUSTER_ID)
+  [[ -n $id ]] || return 1
+  curl -sf --max-time 5 "http://127.0.0.1:$ISTIOD_HTTP_PORT/debug/clusterz" | grep -q "\"id\": *\"$id\""
+}
 
 # report NAME READY: log whether NAME runs and is ready; return non-zero when it is not.
 report() {
@@ -275,6 +316,10 @@ cmd_status() {
   report etcd etcd_ready || ok=1
   report kube-apiserver apiserver_ready || ok=1
   report istiod istiod_ready || ok=1
+  if ((ok == 0)) && ! istiod_ours; then
+    log "istiod: the istiod on 127.0.0.1:$ISTIOD_HTTP_PORT is not cluster $(env_value MESHSCOPE_TESTENV_CLUSTER_ID): a foreign control plane answers"
+    ok=1
+  fi
   return $ok
 }
 
@@ -285,7 +330,7 @@ cmd_up() {
   mkdir -p "$STATE"
 
   if running etcd "$ebin" && running kube-apiserver "$abin" && running istiod "$ibin" &&
-    etcd_ready && apiserver_ready && istiod_ready && [[ -f $KUBECONFIG_PATH && -f $ENV_FILE ]]; then
+    etcd_ready && apiserver_ready && istiod_ready && istiod_ours && [[ -f $KUBECONFIG_PATH && -f $ENV_FILE ]]; then
     log "already up"
     echo "$KUBECONFIG_PATH"
     return
@@ -295,11 +340,8 @@ cmd_up() {
   stop kube-apiserver
   stop etcd
 
-  local p
-  for p in $ETCD_PORT $ETCD_PEER_PORT $APISERVER_PORT $ISTIOD_HTTP_PORT $ISTIOD_GRPC_PORT \
-    $ISTIOD_SECURE_GRPC_PORT $ISTIOD_MONITORING_PORT $ISTIOD_WEBHOOK_PORT; do
-    port_free "$p" || die "127.0.0.1:$p is already in use (by something testenv did not start); free it or set MESHSCOPE_TESTENV_*_PORT"
-  done
+  require_free_ports "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$ISTIOD_HTTP_PORT" "$ISTIOD_GRPC_PORT" \
+    "$ISTIOD_SECURE_GRPC_PORT" "$ISTIOD_MONITORING_PORT" "$ISTIOD_WEBHOOK_PORT" "$ISTIOD_CTRLZ_PORT"
 
   local t0=$SECONDS
   rm -rf "$STATE/etcd-data" "$PKI" "$LOGS" "$STATE/istiod" "$KUBECONFIG_PATH" "$ENV_FILE"
@@ -337,11 +379,12 @@ cmd_up() {
   # istiod outside a cluster: every listener on loopback, the kubeconfig for the API, and no mesh
   # config file, so the mesh config comes from the `istio` ConfigMap in istio-system (defaults when
   # absent), as in a real install. The working directory holds the files istiod writes.
-  local i0=$SECONDS
+  local i0=$SECONDS cluster_id
+  cluster_id=testenv-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
   (
     cd "$STATE/istiod"
-    export POD_NAMESPACE=istio-system POD_NAME=istiod-testenv REVISION=default \
-      CLUSTER_ID=Kubernetes ISTIOD_CUSTOM_HOST=istiod.istio-system.svc \
+    export POD_NAMESPACE=istio-system POD_NAME=istiod-$cluster_id REVISION=default \
+      CLUSTER_ID=$cluster_id ISTIOD_CUSTOM_HOST=istiod.istio-system.svc \
       PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER=false \
       PILOT_ENABLE_GATEWAY_API_STATUS=false \
       KUBECONFIG="$KUBECONFIG_PATH"
@@ -351,12 +394,14 @@ cmd_up() {
       --httpAddr="127.0.0.1:$ISTIOD_HTTP_PORT" --httpsAddr="127.0.0.1:$ISTIOD_WEBHOOK_PORT" \
       --grpcAddr="127.0.0.1:$ISTIOD_GRPC_PORT" --secureGRPCAddr="127.0.0.1:$ISTIOD_SECURE_GRPC_PORT" \
       --monitoringAddr="127.0.0.1:$ISTIOD_MONITORING_PORT" \
+      --ctrlz_address=127.0.0.1 --ctrlz_port="$ISTIOD_CTRLZ_PORT" \
       --domain=cluster.local --keepaliveMaxServerConnectionAge=30m --log_output_level=default:info
   )
   wait_for istiod 120 istiod_ready
   log "istiod ready after $((SECONDS - i0))s (everything up in $((SECONDS - t0))s)"
 
-  write_env testenv "$ibin" "$crds"
+  write_env testenv "$cluster_id" "$ibin" "$crds"
+  istiod_ours || die "the istiod on 127.0.0.1:$ISTIOD_HTTP_PORT does not serve cluster $cluster_id; see $LOGS/istiod.log"
   echo "$KUBECONFIG_PATH"
 }
 
@@ -410,7 +455,8 @@ cmd_kind_up() {
   setsid kubectl --kubeconfig="$KUBECONFIG_PATH" -n istio-system port-forward svc/istiod \
     "$ISTIOD_GRPC_PORT:15010" "$ISTIOD_HTTP_PORT:8080" </dev/null >>"$LOGS/kind-port-forward.log" 2>&1 &
   echo $! >"$STATE/kind-port-forward.pid"
-  write_env kind "" ""
+  # istioctl's default CLUSTER_ID.
+  write_env kind Kubernetes "" ""
   echo "$KUBECONFIG_PATH"
 }
 

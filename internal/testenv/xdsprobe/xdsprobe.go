@@ -11,8 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -34,7 +37,7 @@ type Proxy struct {
 	Labels    map[string]string
 	// Optional; the defaults are those of a pod in the default Kubernetes cluster of a default install.
 	ServiceAccount string            // "default"
-	ClusterID      string            // "Kubernetes"
+	ClusterID      string            // the ControlPlane's ClusterID, else "Kubernetes"
 	IstioVersion   string            // "1.31.0"
 	DomainSuffix   string            // "cluster.local"
 	PodPorts       []PodPort         // the pod's container ports, for istiod's fallback service targets
@@ -91,50 +94,158 @@ func (p Proxy) node() (*corev3.Node, error) {
 	return &corev3.Node{Id: p.NodeID(), Cluster: p.Name + "." + p.Namespace, Metadata: st}, nil
 }
 
+// ControlPlane is the istiod a probe talks to, and how to tell it from any other istiod on the
+// machine.
+type ControlPlane struct {
+	XDSAddr string // plaintext xDS, host:port
+	// HTTPAddr is istiod's HTTP address (/debug). With ClusterID set, the probe checks there that
+	// this istiod is the one meant, and that it holds the probe's connection.
+	HTTPAddr string
+	// ClusterID is istiod's own CLUSTER_ID. It is also the CLUSTER_ID the probe's proxies claim
+	// (unless Proxy.ClusterID says otherwise), as a pod of that cluster would.
+	ClusterID string
+}
+
+func (cp ControlPlane) String() string {
+	if cp.ClusterID == "" {
+		return "istiod at " + cp.XDSAddr
+	}
+	return fmt.Sprintf("istiod %s at %s", cp.ClusterID, cp.XDSAddr)
+}
+
+// ErrForeignIstiod is returned when the istiod that answers is not the ControlPlane meant: another
+// control plane holds its ports.
+var ErrForeignIstiod = errors.New("xdsprobe: a foreign istiod answers")
+
+// Verify checks that the istiod at cp.HTTPAddr is cluster cp.ClusterID: the first cluster of
+// its /debug/clusterz, its config cluster, must be cp.ClusterID. It does nothing when ClusterID
+// or HTTPAddr is empty.
+func (cp ControlPlane) Verify(ctx context.Context) error {
+	if cp.ClusterID == "" || cp.HTTPAddr == "" {
+		return nil
+	}
+	var clusters []struct {
+		ID string `json:"id"`
+	}
+	if err := getJSON(ctx, "http://"+cp.HTTPAddr+"/debug/clusterz", &clusters); err != nil {
+		return fmt.Errorf("xdsprobe: identifying istiod at %s: %w", cp.HTTPAddr, err)
+	}
+	if len(clusters) == 0 || clusters[0].ID != cp.ClusterID {
+		ids := make([]string, 0, len(clusters))
+		for _, c := range clusters {
+			ids = append(ids, c.ID)
+		}
+		return fmt.Errorf("%w: %s serves cluster %v, not %s; stop the other control plane or move the test's ports",
+			ErrForeignIstiod, cp.HTTPAddr, ids, cp.ClusterID)
+	}
+	return nil
+}
+
+// holds checks that the verified istiod at cp.HTTPAddr lists a connection of proxy p: the
+// process that answered on XDSAddr is that istiod, not another one on the same machine.
+func (cp ControlPlane) holds(ctx context.Context, p Proxy) error {
+	if cp.ClusterID == "" || cp.HTTPAddr == "" {
+		return nil
+	}
+	if err := cp.Verify(ctx); err != nil {
+		return err
+	}
+	var adsz struct {
+		Clients []struct {
+			ConnectionID string `json:"connectionId"`
+		} `json:"clients"`
+	}
+	if err := getJSON(ctx, "http://"+cp.HTTPAddr+"/debug/adsz", &adsz); err != nil {
+		return fmt.Errorf("xdsprobe: istiod's connections at %s: %w", cp.HTTPAddr, err)
+	}
+	prefix := p.Name + "." + p.Namespace + "-"
+	for _, c := range adsz.Clients {
+		if strings.HasPrefix(c.ConnectionID, prefix) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s pushed to %s.%s, but istiod %s at %s has no such connection",
+		ErrForeignIstiod, cp.XDSAddr, p.Name, p.Namespace, cp.ClusterID, cp.HTTPAddr)
+}
+
+func getJSON(ctx context.Context, url string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return json.Unmarshal(body, into)
+}
+
+// Push is one CDS push istiod sent a proxy.
+type Push struct {
+	Clusters []string // the cluster names, sorted
+	Version  string   // istiod's push version
+	Seq      int      // 1 for the first push on the stream, 2 for the next, ...
+}
+
 // Stream is an open ADS stream subscribed to CDS. Each call to Next returns the next full
 // cluster list istiod pushes (state of the world), after acknowledging it.
 type Stream struct {
-	conn   *grpc.ClientConn
-	stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
-	cancel context.CancelFunc
-	node   *corev3.Node
+	conn     *grpc.ClientConn
+	stream   discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	cancel   context.CancelFunc
+	cp       ControlPlane
+	proxy    Proxy
+	node     *corev3.Node
+	seq      int
+	verified bool
 }
 
-// Dial opens an ADS stream to addr (host:port of istiod's plaintext xDS port) as proxy p and
-// subscribes to CDS. Close it when done.
-func Dial(ctx context.Context, addr string, p Proxy) (*Stream, error) {
+// Dial opens an ADS stream to cp as proxy p and subscribes to CDS. Close it when done.
+func Dial(ctx context.Context, cp ControlPlane, p Proxy) (*Stream, error) {
+	if p.ClusterID == "" {
+		p.ClusterID = cp.ClusterID
+	}
 	node, err := p.node()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(addr,
+	conn, err := grpc.NewClient(cp.XDSAddr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
-		return nil, fmt.Errorf("xdsprobe: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("xdsprobe: dial %s: %w", cp.XDSAddr, err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
 	if err != nil {
 		cancel()
 		_ = conn.Close()
-		return nil, fmt.Errorf("xdsprobe: open ADS stream to %s: %w", addr, err)
+		return nil, fmt.Errorf("xdsprobe: open ADS stream to %s: %w", cp.XDSAddr, err)
 	}
-	s := &Stream{conn: conn, stream: stream, cancel: cancel, node: node}
+	s := &Stream{conn: conn, stream: stream, cancel: cancel, cp: cp, proxy: p, node: node}
 	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: ClusterType}); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("xdsprobe: send CDS request to %s: %w", addr, err)
+		return nil, fmt.Errorf("xdsprobe: send CDS request to %s: %w", cp.XDSAddr, err)
 	}
 	return s, nil
 }
 
-// Next waits for the next CDS push, acknowledges it and returns its cluster names, sorted.
-// Pushes of other types (istiod sends none unless asked) are skipped.
-func (s *Stream) Next() ([]string, error) {
+// Next waits for the next CDS push, acknowledges it and returns it. Pushes of other types
+// (istiod sends none unless asked) are skipped. Before it returns the first push, it checks that
+// the istiod that sent it is the stream's ControlPlane (ErrForeignIstiod otherwise).
+func (s *Stream) Next() (Push, error) {
 	for {
 		resp, err := s.stream.Recv()
 		if err != nil {
-			return nil, fmt.Errorf("xdsprobe: receive: %w", err)
+			return Push{}, fmt.Errorf("xdsprobe: receive: %w", err)
 		}
 		ack := &discoveryv3.DiscoveryRequest{
 			TypeUrl:       resp.GetTypeUrl(),
@@ -142,7 +253,7 @@ func (s *Stream) Next() ([]string, error) {
 			ResponseNonce: resp.GetNonce(),
 		}
 		if err := s.stream.Send(ack); err != nil {
-			return nil, fmt.Errorf("xdsprobe: acknowledge: %w", err)
+			return Push{}, fmt.Errorf("xdsprobe: acknowledge: %w", err)
 		}
 		if resp.GetTypeUrl() != ClusterType {
 			continue
@@ -151,12 +262,22 @@ func (s *Stream) Next() ([]string, error) {
 		for _, r := range resp.GetResources() {
 			var c clusterv3.Cluster
 			if err := r.UnmarshalTo(&c); err != nil {
-				return nil, fmt.Errorf("xdsprobe: decode cluster: %w", err)
+				return Push{}, fmt.Errorf("xdsprobe: decode cluster: %w", err)
 			}
 			names = append(names, c.GetName())
 		}
 		slices.Sort(names)
-		return names, nil
+		if !s.verified {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			err := s.cp.holds(ctx, s.proxy)
+			cancel()
+			if err != nil {
+				return Push{}, err
+			}
+			s.verified = true
+		}
+		s.seq++
+		return Push{Clusters: names, Version: resp.GetVersionInfo(), Seq: s.seq}, nil
 	}
 }
 
@@ -166,59 +287,114 @@ func (s *Stream) Close() {
 	_ = s.conn.Close()
 }
 
-// Clusters connects as p, returns the cluster names of istiod's first CDS push, sorted, and
-// disconnects.
-func Clusters(ctx context.Context, addr string, p Proxy) ([]string, error) {
-	s, err := Dial(ctx, addr, p)
+// A Probe reports the latest cluster list istiod pushed to one proxy. Watch (one stream, every
+// push) and Fresh (a new connection per look) are the two kinds.
+type Probe interface {
+	// Latest returns the newest push, waiting for a first one until ctx ends.
+	Latest(ctx context.Context) (Push, error)
+	// String names the proxy and the istiod, for failure messages.
+	String() string
+}
+
+// Watcher keeps one ADS stream open as a proxy, acknowledges every push at once, and remembers
+// the newest: a proxy that follows istiod's pushes, as Envoy does.
+type Watcher struct {
+	s       *Stream
+	name    string
+	mu      sync.Mutex
+	latest  Push
+	err     error
+	changed chan struct{} // closed and replaced on every push or error
+}
+
+// Watch opens a stream to cp as p and follows its pushes until Close.
+func Watch(ctx context.Context, cp ControlPlane, p Proxy) (*Watcher, error) {
+	s, err := Dial(ctx, cp, p)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	type result struct {
-		names []string
-		err   error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		n, err := s.Next()
-		ch <- result{n, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.names, r.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("xdsprobe: no CDS push from %s: %w", addr, ctx.Err())
+	w := &Watcher{s: s, name: fmt.Sprintf("%s.%s (one stream) at %s", p.Name, p.Namespace, cp), changed: make(chan struct{})}
+	go w.run()
+	return w, nil
+}
+
+func (w *Watcher) run() {
+	for {
+		push, err := w.s.Next()
+		w.mu.Lock()
+		if err != nil {
+			w.err = err
+		} else {
+			w.latest = push
+		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.mu.Unlock()
+		if err != nil {
+			return
+		}
 	}
 }
 
-// WaitFor polls istiod with fresh connections until ok accepts the pushed cluster list, and
-// returns that list. A fresh connection always gets istiod's current view, so this also waits out
-// istiod's debounce after a config change. On timeout it returns the last list seen and an error.
-func WaitFor(ctx context.Context, addr string, p Proxy, ok func([]string) bool) ([]string, error) {
-	var last []string
-	var lastErr error
+// Latest returns the newest push. Before the first one it waits until ctx ends; once the
+// stream has failed it returns the error.
+func (w *Watcher) Latest(ctx context.Context) (Push, error) {
 	for {
-		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
-		names, err := Clusters(attempt, addr, p)
-		cancel()
-		if err == nil {
-			last, lastErr = names, nil
-			if ok(names) {
-				return names, nil
-			}
-		} else {
-			lastErr = err
+		w.mu.Lock()
+		latest, err, changed := w.latest, w.err, w.changed
+		w.mu.Unlock()
+		if err != nil {
+			return latest, err
+		}
+		if latest.Seq > 0 {
+			return latest, nil
 		}
 		select {
+		case <-changed:
 		case <-ctx.Done():
-			if lastErr != nil {
-				return last, fmt.Errorf("xdsprobe: gave up waiting: %w (last error: %v)", ctx.Err(), lastErr)
-			}
-			return last, fmt.Errorf("xdsprobe: gave up waiting: %w; last push had %d clusters: %s",
-				ctx.Err(), len(last), strings.Join(last, " "))
-		case <-time.After(500 * time.Millisecond):
+			return Push{}, fmt.Errorf("xdsprobe: no CDS push to %s yet: %w", w.name, ctx.Err())
 		}
 	}
+}
+
+func (w *Watcher) String() string { return w.name }
+
+// Close ends the stream.
+func (w *Watcher) Close() { w.s.Close() }
+
+// Fresh is a probe that opens a new connection for every look and returns istiod's first push
+// to it: istiod's current view for the proxy, whatever it pushed before.
+type Fresh struct {
+	ControlPlane ControlPlane
+	Proxy        Proxy
+}
+
+// Latest connects, takes istiod's first push and disconnects.
+func (f Fresh) Latest(ctx context.Context) (Push, error) {
+	s, err := Dial(ctx, f.ControlPlane, f.Proxy)
+	if err != nil {
+		return Push{}, err
+	}
+	defer s.Close()
+	type result struct {
+		push Push
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := s.Next()
+		ch <- result{p, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.push, r.err
+	case <-ctx.Done():
+		return Push{}, fmt.Errorf("xdsprobe: no CDS push from %s: %w", f.ControlPlane, ctx.Err())
+	}
+}
+
+func (f Fresh) String() string {
+	return fmt.Sprintf("%s.%s (a new connection each time) at %s", f.Proxy.Name, f.Proxy.Namespace, f.ControlPlane)
 }
 
 func or(v, def string) string {

@@ -1,6 +1,11 @@
 package xdsprobe
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +41,39 @@ func TestNode(t *testing.T) {
 	}
 	if _, err := (Proxy{Namespace: "foo"}).node(); err == nil {
 		t.Error("a proxy without name and IP: no error")
+	}
+}
+
+func TestVerify(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/clusterz":
+			_, _ = w.Write([]byte(`[{"id":"testenv-1a2b","syncStatus":"synced"},{"id":"remote","secretName":"s"}]`))
+		case "/debug/adsz":
+			_, _ = w.Write([]byte(`{"totalClients":1,"clients":[{"connectionId":"web-0.wait-x-17"}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	ctx := context.Background()
+
+	if err := (ControlPlane{HTTPAddr: addr, ClusterID: "testenv-1a2b"}).Verify(ctx); err != nil {
+		t.Errorf("our istiod: %v", err)
+	}
+	err := (ControlPlane{HTTPAddr: addr, ClusterID: "testenv-9z9z"}).Verify(ctx)
+	if !errors.Is(err, ErrForeignIstiod) || !strings.Contains(err.Error(), "[testenv-1a2b remote]") {
+		t.Errorf("a foreign istiod: err = %v, want ErrForeignIstiod naming its clusters", err)
+	}
+	cp := ControlPlane{XDSAddr: "127.0.0.1:1", HTTPAddr: addr, ClusterID: "testenv-1a2b"}
+	if err := cp.holds(ctx, Proxy{Namespace: "wait-x", Name: "web-0"}); err != nil {
+		t.Errorf("a connection istiod lists: %v", err)
+	}
+	if err := cp.holds(ctx, Proxy{Namespace: "wait-x", Name: "web-1"}); !errors.Is(err, ErrForeignIstiod) {
+		t.Errorf("a connection istiod does not list: err = %v, want ErrForeignIstiod", err)
+	}
+	if err := (ControlPlane{HTTPAddr: addr}).Verify(ctx); err != nil {
+		t.Errorf("no ClusterID to check: %v", err)
 	}
 }
