@@ -1,5 +1,5 @@
 // Command terraform-provider-meshscope serves the meshscope Terraform provider.
-// Given one of the subcommands (clusters, render, diff) it runs the command line
+// Given one of the subcommands (clusters, render, diff, version, help) it runs the command line
 // instead: `terraform-provider-meshscope clusters -f PATH --namespace NS --labels k=v`.
 package main
 
@@ -23,14 +23,17 @@ var version = "dev"
 // sets it.
 var atExit = func() {}
 
-// subcommands are the command line verbs; anything else serves the provider.
+// subcommands are the command line verbs and help; anything else serves the provider.
 var subcommands = map[string]bool{
 	"clusters": true,
 	"diff":     true,
 	"render":   true,
+	"version":  true, "--version": true, "-version": true,
+	"help": true, "-h": true, "-help": true, "--help": true,
 }
 
 func main() {
+	cli.Version = version
 	if len(os.Args) > 1 && subcommands[os.Args[1]] {
 		os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}

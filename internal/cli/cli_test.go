@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -34,16 +35,20 @@ func TestClustersTableAndJSON(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(out, "SERVICE FQDN") || strings.Count(out, "\n") != 24 {
 		t.Errorf("table: exit %d, %d lines:\n%s", code, strings.Count(out, "\n"), out)
 	}
-	code, out, _ = run(t, "", "clusters", "-f", "-", "--namespace", "bar", "--labels", "app=test-app", "-o", "json")
+	seed, err := os.ReadFile("testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, string(seed), "clusters", "-f", "-", "--namespace", "bar", "--labels", "app=test-app", "-o", "json")
 	if code != ExitOK {
-		t.Fatalf("json from empty stdin: exit %d", code)
+		t.Fatalf("json from the seed on stdin: exit %d: %s", code, errs)
 	}
 	var doc struct {
 		CDS      int `json:"cds_count"`
 		Istioctl int `json:"istioctl_count"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.CDS != 2+1 || doc.Istioctl != 7 {
-		// empty inventory: BlackHole, Passthrough, InboundPassthrough + 4 bootstrap
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.CDS != 19 || doc.Istioctl != 23 {
+		// the seed: 19 CDS clusters, and 4 bootstrap rows
 		t.Errorf("json = %s (err %v)", out, err)
 	}
 }
@@ -66,6 +71,16 @@ func TestClustersExitCodes(t *testing.T) {
 		{"missing file", []string{"clusters", "-f", "testdata/nope.yaml", "--namespace", "foo"}, ExitError, "nope.yaml"},
 		{"unknown pod", []string{"clusters", "-f", "testdata/seed.yaml", "--pod", "foo/ghost"}, ExitError, `"foo/ghost"`},
 		{"bad version", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--istio-version", "2.0"}, ExitUsage, `"2.0"`},
+		{"unknown namespace", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "fooo", "--labels", "app=test-app"}, ExitError,
+			`namespace "fooo" is not in the inventory. Did you mean "foo"`},
+		{"empty stdin", []string{"clusters", "-f", "-", "--namespace", "foo"}, ExitError, "stdin is empty"},
+		{"stdin twice", []string{"clusters", "-f", "-", "-f", "-", "--namespace", "foo"}, ExitError, "given twice"},
+		{"empty directory", []string{"clusters", "-f", "testdata/empty-dir", "--namespace", "foo"}, ExitError, "holds no *.yaml or *.yml file"},
+		{"no kind meshscope reads", []string{"clusters", "-f", "testdata/configmaps-only.yaml", "--namespace", "foo"}, ExitError, "The inventory is empty"},
+		{"bad domain suffix", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--domain-suffix", "a..b"}, ExitUsage, `--domain-suffix "a..b"`},
+		{"diff bad domain suffix", []string{"diff", "--base", "testdata/seed.yaml", "--head", "testdata/seed.yaml", "--domain-suffix", "-x"}, ExitUsage, `--domain-suffix "-x"`},
+		{"diff stdin twice", []string{"diff", "--base", "-", "--head", "-"}, ExitUsage, "only one of --base and --head"},
+		{"diff empty stdin", []string{"diff", "--base", "-", "--head", "testdata/seed.yaml"}, ExitError, "stdin is empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,5 +93,28 @@ func TestClustersExitCodes(t *testing.T) {
 	code, _, errs := run(t, "apiVersion: v1\nkind: Service\nmetadata: {name: [\n", "clusters", "-f", "-", "--namespace", "foo")
 	if code != ExitError || !strings.Contains(errs, "stdin: document 0") {
 		t.Errorf("broken YAML on stdin: exit %d, %q", code, errs)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		code, out, errs := run(t, "", args...)
+		if code != ExitOK {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+		// Every command, with its flags.
+		for _, want := range []string{"clusters", "diff", "render", "version", "-namespace", "-pod", "-base", "-head", "-domain-suffix", "-out", "-check", "-debug"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: the help lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	code, out, _ := run(t, "", "version")
+	if code != ExitOK || !strings.HasPrefix(out, "terraform-provider-meshscope ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+	code, _, errs := run(t, "", "diff", "-h")
+	if code != ExitOK || !strings.Contains(errs, "--domain-suffix S") || !strings.Contains(errs, "- reads stdin") {
+		t.Errorf("diff -h: exit %d, the synopsis lacks --domain-suffix or stdin: %s", code, errs)
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
 func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -24,10 +27,11 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	lbls := fs.String("labels", "", "pod labels of the proxy, k=v[,k=v]")
 	pod := fs.String("pod", "", "take namespace and labels from this Pod or workload of the inventory: NS/NAME")
 	out := fs.String("o", "table", "output: table, names or json")
-	ver := fs.String("istio-version", "1.31", "Istio release whose behaviour to predict, MAJOR.MINOR")
+	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
 	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V]")
+		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]")
+		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for stdin.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -56,10 +60,15 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "--pod cannot be combined with --namespace or --labels")
 		return ExitUsage
 	}
-	inv := mesh.New()
-	if err := inv.LoadPaths(files, stdin); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return ExitError
+	if code := checkDomainSuffix(*domain, stderr); code != ExitOK {
+		return code
+	}
+	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
+		return code
+	}
+	inv, code := loadInventory(files, stdin, stderr, "")
+	if code != ExitOK {
+		return code
 	}
 	proxy := predict.Proxy{Namespace: *ns}
 	if *pod != "" {
@@ -77,6 +86,11 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
 			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
+			return ExitError
+		}
+		if !slices.Contains(inv.NamespaceNames(), *ns) {
+			fmt.Fprintf(stderr, "error: namespace %q is not in the inventory.%s Give the manifests of that namespace with -f, or correct the name.\n",
+				*ns, suggest.DidYouMean(*ns, inv.NamespaceNames()))
 			return ExitError
 		}
 		l, err := parseLabels(*lbls)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
@@ -20,10 +21,11 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	base := fs.String("base", "", "manifest directory or file before the change")
 	head := fs.String("head", "", "manifest directory or file after the change")
 	out := fs.String("o", "table", "output: table, markdown or json")
-	ver := fs.String("istio-version", "1.31", "Istio release whose behaviour to predict, MAJOR.MINOR")
+	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
 	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--istio-version V]")
+		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--istio-version V] [--domain-suffix S]")
+		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - reads stdin (for one of the two).")
 		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage.")
 		fs.PrintDefaults()
 	}
@@ -41,27 +43,36 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "output %q is not one of table, markdown, json\n", *out)
 		return ExitUsage
 	}
-	opts := predict.Options{IstioVersion: *ver, DomainSuffix: *domain}
-	if _, err := predict.ParseVersion(*ver); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+	if *base == "-" && *head == "-" {
+		fmt.Fprintln(stderr, "stdin can be read once: give - for only one of --base and --head")
 		return ExitUsage
 	}
-	load := func(path string) (*predict.Predictor, error) {
-		inv := mesh.New()
-		if err := inv.LoadPaths([]string{path}, stdin); err != nil {
-			return nil, err
+	if code := checkDomainSuffix(*domain, stderr); code != ExitOK {
+		return code
+	}
+	opts := predict.Options{IstioVersion: *ver, DomainSuffix: *domain}
+	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
+		return code
+	}
+	load := func(which, path string) (*predict.Predictor, int) {
+		inv, code := loadInventory([]string{path}, stdin, stderr, which+": ")
+		if code != ExitOK {
+			return nil, code
 		}
-		return predict.New(inv, opts)
+		p, err := predict.New(inv, opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %s: %v\n", which, err)
+			return nil, ExitError
+		}
+		return p, ExitOK
 	}
-	pb, err := load(*base)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: base: %v\n", err)
-		return ExitError
+	pb, code := load("base", *base)
+	if code != ExitOK {
+		return code
 	}
-	ph, err := load(*head)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: head: %v\n", err)
-		return ExitError
+	ph, code := load("head", *head)
+	if code != ExitOK {
+		return code
 	}
 	rows := Diff(pb, ph)
 	switch *out {

@@ -4,13 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/gitops"
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
 const renderUsage = `Usage: terraform-provider-meshscope render -f PATH [-f PATH ...] --out DIR [--env NAME ...] [--settings FILE] [--check]
@@ -148,63 +146,12 @@ func readSettings(file string) (gitops.Settings, error) {
 // and *.yml, in lexical order) and stdin ("-"), skipping other kinds.
 func readSidecars(paths []string, stdin io.Reader) ([]*gitops.Sidecar, error) {
 	var out []*gitops.Sidecar
-	add := func(source string, data []byte) error {
+	err := mesh.ReadPaths(paths, stdin, func(source string, data []byte) error {
 		scs, err := gitops.ParseSidecars(source, data, false)
 		out = append(out, scs...)
 		return err
-	}
-	for _, p := range paths {
-		if p == "-" {
-			data, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, fmt.Errorf("reading stdin: %w", err)
-			}
-			if err := add("stdin", data); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		files, err := manifestFiles(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", f, err)
-			}
-			if err := add(f, data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-func manifestFiles(p string) ([]string, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, err)
-	}
-	if !st.IsDir() {
-		return []string{p}, nil
-	}
-	var out []string
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		ext := strings.ToLower(filepath.Ext(path))
-		if !d.IsDir() && (ext == ".yaml" || ext == ".yml") {
-			out = append(out, path)
-		}
-		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("reading directory %s: %w", p, err)
-	}
-	sort.Strings(out)
-	return out, nil
+	return out, err
 }
 
 // renderProblem words a problem for the command line, where sidecars[i] means nothing.

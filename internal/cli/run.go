@@ -3,10 +3,17 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
+
+// Version is the provider's version, set by main.
+var Version = "dev"
 
 // Exit codes.
 const (
@@ -22,9 +29,11 @@ Commands:
   clusters   predict the Envoy CDS clusters istiod pushes to one sidecar proxy
   diff       compare every proxy's predicted clusters between two manifest trees
   render     write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps
+  version    print the version
+  help       print this help, with every command's flags
 
 Run 'terraform-provider-meshscope <command> -h' for the flags of a command.
-Run without arguments, the binary serves the Terraform provider.
+Run without arguments, the binary serves the Terraform provider (-debug: for a debugger such as delve).
 `
 
 // Run runs one command and returns its exit status.
@@ -40,13 +49,63 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDiff(args[1:], stdin, stdout, stderr)
 	case "render":
 		return runRender(args[1:], stdin, stdout, stderr)
-	case "-h", "--help", "help":
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "terraform-provider-meshscope %s\n", Version)
+		return ExitOK
+	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		// Each command's own -h, so that the help never drifts from the flags.
+		for _, cmd := range []struct {
+			name string
+			run  func([]string, io.Reader, io.Writer, io.Writer) int
+		}{{"clusters", runClusters}, {"diff", runDiff}, {"render", runRender}} {
+			var b bytes.Buffer
+			cmd.run([]string{"-h"}, nil, io.Discard, &b)
+			fmt.Fprintf(stdout, "\n%s:\n%s", cmd.name, b.String())
+		}
 		return ExitOK
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
 		return ExitUsage
 	}
+}
+
+// checkDomainSuffix validates --domain-suffix as the provider validates domain_suffix.
+func checkDomainSuffix(s string, stderr io.Writer) int {
+	if err := istioconfig.ValidateDNSName(s); err != nil {
+		fmt.Fprintf(stderr, "--domain-suffix %q is not a DNS name, such as cluster.local: %v\n", s, err)
+		return ExitUsage
+	}
+	return ExitOK
+}
+
+// checkIstioVersion validates --istio-version as the provider validates istio_version, and warns
+// on stderr when the release is newer than the newest modelled.
+func checkIstioVersion(s string, stderr io.Writer) int {
+	v, err := istioconfig.ParseVersion(s)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: --istio-version: %v\n", err)
+		return ExitUsage
+	}
+	if !v.Modelled() {
+		fmt.Fprintf(stderr, "warning: Istio %s is newer than the newest release meshscope models: predicted with %s rules\n", v, istioconfig.Newest)
+	}
+	return ExitOK
+}
+
+// loadInventory reads the manifests of paths, refusing an inventory with nothing meshscope reads.
+// prefix goes before the error message ("base: ").
+func loadInventory(paths []string, stdin io.Reader, stderr io.Writer, prefix string) (*mesh.Inventory, int) {
+	inv := mesh.New()
+	if err := inv.LoadPaths(paths, stdin); err != nil {
+		fmt.Fprintf(stderr, "error: %s%v\n", prefix, err)
+		return nil, ExitError
+	}
+	if inv.Empty() {
+		fmt.Fprintf(stderr, "error: %s%s:%s\n", prefix, strings.Join(paths, ", "), mesh.EmptyHint)
+		return nil, ExitError
+	}
+	return inv, ExitOK
 }
 
 // stringList is a repeatable flag.

@@ -156,6 +156,20 @@ func New() *Inventory {
 // HasMeshConfig reports whether an `istio` ConfigMap was loaded.
 func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
 
+// Empty reports whether the inventory holds no object of a kind meshscope reads: no manifests,
+// or none of those kinds in them.
+func (inv *Inventory) Empty() bool {
+	return len(inv.Namespaces) == 0 && len(inv.Services) == 0 && len(inv.Workloads) == 0 &&
+		len(inv.ServiceEntries) == 0 && len(inv.DestinationRules) == 0 && len(inv.VirtualServices) == 0 &&
+		len(inv.Sidecars) == 0 && !inv.meshSet
+}
+
+// EmptyHint is the sentence an error about a name the inventory lacks adds when the inventory
+// is empty, so that the cause is named rather than the symptom.
+const EmptyHint = " The inventory is empty: no Namespace, Service, workload, ServiceEntry, DestinationRule, " +
+	"VirtualService, Sidecar or istio ConfigMap was read. Check that the manifests are given (and not empty), " +
+	"and hold the Kubernetes and Istio objects of the mesh."
+
 // Clone returns a shallow copy whose object lists can be changed independently.
 func (inv *Inventory) Clone() *Inventory {
 	out := *inv

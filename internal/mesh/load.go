@@ -1,7 +1,6 @@
 package mesh
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,14 +22,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // DocumentError is a problem with one YAML document of a source.
 type DocumentError struct {
 	Source string // file name, "stdin" or "manifests[3]"
 	Index  int    // 0-based document index within the source
+	Line   int    // 1-based line within the source: of the problem when known, else where the document starts; 0 when unknown
 	Kind   string
 	Name   string
 	Err    error
@@ -37,6 +36,9 @@ type DocumentError struct {
 
 func (e *DocumentError) Error() string {
 	where := fmt.Sprintf("%s: document %d", e.Source, e.Index)
+	if e.Line > 0 {
+		where += fmt.Sprintf(", line %d", e.Line)
+	}
 	if e.Kind != "" {
 		where += " (" + e.Kind
 		if e.Name != "" {
@@ -57,15 +59,29 @@ var istioGroupVersions = map[string]bool{
 }
 
 // LoadPaths reads files and directories (recursively, *.yaml and *.yml, in
-// lexical order). The path "-" reads stdin.
+// lexical order). The path "-" reads stdin. See ReadPaths for what is refused.
 func (inv *Inventory) LoadPaths(paths []string, stdin io.Reader) error {
+	return ReadPaths(paths, stdin, inv.AddYAML)
+}
+
+// ReadPaths calls add with the content of every file of paths: a file, a directory (its *.yaml
+// and *.yml files, recursively, in lexical order) or "-" for stdin. An input that gives
+// nothing is refused rather than read as an empty mesh: an empty stdin, an empty file, a
+// directory without YAML files, and stdin named twice (it can be read once).
+func ReadPaths(paths []string, stdin io.Reader, add func(source string, data []byte) error) error {
+	if i := slices.Index(paths, "-"); i >= 0 && slices.Contains(paths[i+1:], "-") {
+		return errors.New("stdin (\"-\") is given twice; it can be read only once")
+	}
 	for _, p := range paths {
 		if p == "-" {
 			data, err := io.ReadAll(stdin)
 			if err != nil {
 				return fmt.Errorf("reading stdin: %w", err)
 			}
-			if err := inv.AddYAML("stdin", data); err != nil {
+			if len(bytes.TrimSpace(data)) == 0 {
+				return errors.New("stdin is empty: pipe the manifests in (for example `kubectl get ... -o yaml |`), or give a file or directory instead of \"-\"")
+			}
+			if err := add("stdin", data); err != nil {
 				return err
 			}
 			continue
@@ -79,7 +95,10 @@ func (inv *Inventory) LoadPaths(paths []string, stdin io.Reader) error {
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", f, err)
 			}
-			if err := inv.AddYAML(f, data); err != nil {
+			if len(bytes.TrimSpace(data)) == 0 && f == p {
+				return fmt.Errorf("%s is empty: give a file that holds manifests", f)
+			}
+			if err := add(f, data); err != nil {
 				return err
 			}
 		}
@@ -112,6 +131,9 @@ func yamlFiles(p string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading directory %s: %w", p, err)
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("directory %s holds no *.yaml or *.yml file", p)
+	}
 	sort.Strings(out)
 	return out, nil
 }
@@ -120,22 +142,7 @@ func yamlFiles(p string) ([]string, error) {
 // skipped. A broken document is a *DocumentError naming the source and index;
 // the documents before it are added.
 func (inv *Inventory) AddYAML(source string, data []byte) error {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var (
-		docs    [][]byte
-		readErr error
-	)
-	for idx := 0; ; idx++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			readErr = &DocumentError{Source: source, Index: idx, Err: err}
-			break
-		}
-		docs = append(docs, doc)
-	}
+	docs, splitErr := SplitDocuments(source, data)
 	// Decoding is pure and runs on every CPU; adding is in document order, so
 	// creation order and "a later document wins" are those of the stream.
 	for _, d := range decodeDocuments(source, docs) {
@@ -146,7 +153,7 @@ func (inv *Inventory) AddYAML(source string, data []byte) error {
 			return d.err
 		}
 	}
-	return readErr
+	return splitErr
 }
 
 // object is one decoded object; exactly one field is set.
@@ -171,12 +178,12 @@ type decoded struct {
 // parallelDocuments is the smallest stream decoded on several goroutines.
 const parallelDocuments = 64
 
-func decodeDocuments(source string, docs [][]byte) []decoded {
+func decodeDocuments(source string, docs []Document) []decoded {
 	out := make([]decoded, len(docs))
 	workers := min(runtime.GOMAXPROCS(0), len(docs)/parallelDocuments)
 	if workers < 2 {
 		for i, doc := range docs {
-			out[i].objects, out[i].err = decodeDocument(source, i, doc)
+			out[i].objects, out[i].err = decodeDocument(source, doc)
 		}
 		return out
 	}
@@ -193,7 +200,7 @@ func decodeDocuments(source string, docs [][]byte) []decoded {
 				if i >= len(docs) {
 					return
 				}
-				out[i].objects, out[i].err = decodeDocument(source, i, docs[i])
+				out[i].objects, out[i].err = decodeDocument(source, docs[i])
 			}
 		}()
 	}
@@ -236,22 +243,27 @@ type envelope struct {
 	Items           []json.RawMessage `json:"items"`
 }
 
-func decodeDocument(source string, idx int, doc []byte) ([]object, error) {
-	if len(bytes.TrimSpace(doc)) == 0 {
+func decodeDocument(source string, doc Document) ([]object, error) {
+	if len(bytes.TrimSpace(doc.Data)) == 0 {
 		return nil, nil
 	}
-	js, err := yaml.YAMLToJSON(doc)
+	js, err := doc.ToJSON(source)
 	if err != nil {
-		return nil, &DocumentError{Source: source, Index: idx, Err: err}
+		return nil, err
 	}
 	js = bytes.TrimSpace(js)
 	if bytes.Equal(js, []byte("null")) {
 		return nil, nil // a document holding only comments
 	}
 	if len(js) == 0 || js[0] != '{' {
-		return nil, &DocumentError{Source: source, Index: idx, Err: errors.New("document is not a YAML mapping (a Kubernetes object needs apiVersion, kind and metadata)")}
+		return nil, &DocumentError{Source: source, Index: doc.Index, Line: doc.Line, Err: errors.New("document is not a YAML mapping (a Kubernetes object needs apiVersion, kind and metadata)")}
 	}
-	return decodeJSON(nil, source, idx, js)
+	objs, err := decodeJSON(nil, source, doc.Index, js)
+	var de *DocumentError
+	if errors.As(err, &de) && de.Line == 0 {
+		de.Line = doc.Line
+	}
+	return objs, err
 }
 
 // decodeJSON appends the objects of one JSON object (a List holds several) to out.
@@ -261,6 +273,9 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 		return out, &DocumentError{Source: source, Index: idx, Err: err}
 	}
 	docErr := func(err error) error {
+		if err == nil {
+			return nil
+		}
 		return &DocumentError{Source: source, Index: idx, Kind: env.Kind, Name: env.Metadata.Name, Err: err}
 	}
 	if env.Kind == "" || env.APIVersion == "" {
@@ -287,12 +302,15 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 		switch env.Kind {
 		case "ServiceEntry", "DestinationRule", "VirtualService", "Sidecar":
 		default:
-			return out, nil
+			return out, docErr(checkKind(group, env.Kind))
 		}
 		if !istioGroupVersions[env.APIVersion] {
 			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use networking.istio.io/v1, v1beta1 or v1alpha3", env.APIVersion, env.Kind))
 		}
 		o, err := decodeIstio(env.Kind, js, src)
+		if err == nil {
+			err = o.validate()
+		}
 		if err != nil {
 			return out, docErr(err)
 		}
@@ -315,9 +333,12 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use batch/v1", env.APIVersion, env.Kind))
 		}
 	default:
-		return out, nil
+		return out, docErr(checkKind(group, env.Kind))
 	}
 	o, ok, err := decodeKube(env.Kind, js, src)
+	if err == nil && ok {
+		err = o.validate()
+	}
 	if err != nil {
 		return out, docErr(err)
 	}

@@ -1,48 +1,19 @@
 // Package predict computes the Envoy CDS clusters istiod pushes to a sidecar
 // proxy, as istiod builds them (Istio 1.31 by default), from an inventory.
-// The rules and their Istio sources are in ../shared/reference/istio-cluster-semantics.md.
 // It imports nothing from Terraform.
 package predict
 
 import (
-	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // Options select the Istio release whose behaviour is predicted.
 type Options struct {
-	// IstioVersion is "MAJOR.MINOR", default "1.31".
+	// IstioVersion is "MAJOR.MINOR", default istioconfig.DefaultVersion.
 	IstioVersion string
 	// DomainSuffix is the cluster domain, default "cluster.local".
 	DomainSuffix string
 }
-
-// Version is a parsed Istio minor release.
-type Version struct{ Major, Minor int }
-
-// ParseVersion parses "1.31" or "1.31.2".
-func ParseVersion(s string) (Version, error) {
-	if s == "" {
-		return Version{1, 31}, nil
-	}
-	parts := strings.Split(strings.TrimPrefix(s, "v"), ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return Version{}, fmt.Errorf("istio version %q is not MAJOR.MINOR (for example \"1.31\")", s)
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil || maj != 1 || minor < 8 {
-		return Version{}, fmt.Errorf("istio version %q is not supported: use 1.8 or later, as MAJOR.MINOR (for example \"1.31\")", s)
-	}
-	return Version{maj, minor}, nil
-}
-
-// AtLeast reports whether v >= 1.minor.
-func (v Version) AtLeast(minor int) bool { return v.Minor >= minor }
-
-func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
 // Proxy identifies a sidecar proxy: its namespace and pod labels.
 type Proxy struct {

@@ -10,6 +10,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -109,7 +110,7 @@ func newDRSet() *drSet {
 // index is the PushContext-like view of an inventory.
 type index struct {
 	inv     *mesh.Inventory
-	ver     Version
+	ver     istioconfig.Version
 	domain  string
 	root    string
 	defSvc  []string
@@ -150,7 +151,7 @@ func (ix *index) nsVisible(ns string) bool {
 	return v
 }
 
-func buildIndex(inv *mesh.Inventory, ver Version, domain string) *index {
+func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *index {
 	ix := &index{
 		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace,
 		defSvc: inv.Mesh.DefaultServiceExportTo, defVS: inv.Mesh.DefaultVirtualServiceExportTo,
@@ -312,7 +313,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 		s.exportTo = dedupStrings(s.exportTo)
 	}
 	if ks.Spec.Type == corev1.ServiceTypeExternalName && ks.Spec.ExternalName != "" {
-		if ix.ver.AtLeast(20) {
+		if ix.ver.ExternalNameAlias() { // R27
 			s.res = resAlias
 		} else {
 			s.res = resDNSLB

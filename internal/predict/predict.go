@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -56,7 +57,7 @@ func (w WorkloadProxy) Proxy() Proxy { return Proxy{Namespace: w.Namespace, Labe
 
 // New indexes the inventory.
 func New(inv *mesh.Inventory, opts Options) (*Predictor, error) {
-	ver, err := ParseVersion(opts.IstioVersion)
+	ver, err := istioconfig.ParseVersion(opts.IstioVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (p *Predictor) Predict(proxy Proxy) *Result {
 		rest = append(rest, Cluster{Name: "AllowAnyDynamicDNSCluster", Type: "DYNAMIC_FORWARD_PROXY"})
 	}
 	rest = append(rest, ix.inbound(sc, proxy)...)
-	if ix.ver.AtLeast(23) {
+	if ix.ver.UnifiedInboundPassthrough() { // R43
 		rest = append(rest, Cluster{Name: "InboundPassthroughCluster", Type: TypeOriginalDst})
 	} else {
 		rest = append(rest, Cluster{Name: "InboundPassthroughClusterIpv4", Type: TypeOriginalDst})

@@ -132,7 +132,7 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 	l := &listener{cfg: e, hosts: map[string]*hostClass{}}
 	l.matchPort = e.GetPort().GetNumber() != 0 && parseProtocol(e.GetPort().GetProtocol()) != protoHTTPProxy
 	allExact := true
-	exclusion := ix.ver.AtLeast(31)
+	exclusion := ix.ver.EgressExclusions() // R17
 	for _, h := range e.GetHosts() {
 		if strings.Count(h, "/") != 1 {
 			continue
@@ -246,7 +246,7 @@ func (ix *index) selectServices(l *listener, cands []*service, configNs string) 
 	}
 	// Only hosts that several services share need a choice.
 	valid := map[string]choice{}
-	unified := ix.ver.AtLeast(23)
+	unified := ix.ver.UnifiedSidecarScope() // R21
 	for _, s := range imported {
 		if !s.svc.ambiguous {
 			continue

@@ -139,12 +139,16 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 	if !namespaceKnown(d.data.inv, proxy.Namespace) {
+		hint := suggestion(proxy.Namespace, d.data.inv.NamespaceNames())
+		if d.data.inv.Empty() {
+			hint = mesh.EmptyHint
+		}
 		resp.Diagnostics.AddAttributeError(
 			path.Root("namespace"),
 			"Namespace Not Found",
 			fmt.Sprintf("The namespace %q is not in the inventory, so no pod can run there.%s "+
 				"Add the Namespace to the provider's manifests or correct the name.",
-				proxy.Namespace, suggestion(proxy.Namespace, d.data.inv.NamespaceNames())),
+				proxy.Namespace, hint),
 		)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
 // manifestDiagnostic turns a load error of one YAML string into an attribute error
@@ -53,7 +54,7 @@ func suggestion(s string, names []string) string {
 	}
 	var cands []cand
 	for _, n := range names {
-		d := levenshtein(s, n)
+		d := suggest.Distance(s, n)
 		if d <= 2 || d <= len(s)/3 {
 			cands = append(cands, cand{n, d})
 		}
@@ -75,24 +76,4 @@ func suggestion(s string, names []string) string {
 		quoted = append(quoted, fmt.Sprintf("%q", c.name))
 	}
 	return " Did you mean " + strings.Join(quoted, " or ") + "?"
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istiod"
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -34,7 +35,7 @@ var (
 
 // Defaults of the provider configuration.
 const (
-	DefaultIstioVersion = "1.31"
+	DefaultIstioVersion = istioconfig.DefaultVersion
 	// DefaultReviewHostLimit is the most hosts a review element lists as added or removed.
 	DefaultReviewHostLimit = 25
 	// DefaultProxyWaitTimeout bounds wait_for_proxies.

@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
 // Result is a compiled scope.
@@ -60,9 +62,13 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
 		errf(AttrNamespace, -1, "", "Invalid Namespace", "The namespace %q is not a valid Kubernetes namespace name: %s.", d.Namespace, strings.Join(errs, "; "))
 	} else if !slices.Contains(inv.NamespaceNames(), d.Namespace) {
+		hint := suggest.DidYouMean(d.Namespace, inv.NamespaceNames())
+		if inv.Empty() {
+			hint = mesh.EmptyHint
+		}
 		errf(AttrNamespace, -1, "", "Unknown Namespace",
 			"The namespace %q is not in the inventory.%s Add its Namespace manifest (or objects in it) to the provider's manifests, or fix the name.",
-			d.Namespace, suggest(d.Namespace, inv.NamespaceNames()))
+			d.Namespace, hint)
 	}
 
 	// selector
@@ -412,7 +418,7 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 			return bad("Malformed Host", "The dependency %q is not a Kubernetes service, a ServiceEntry host or a whole namespace. A namespace is written \"ns/*\" with a valid namespace name.", s)
 		}
 		if !slices.Contains(r.inv.NamespaceNames(), ns) {
-			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, suggest(s, r.knownNames()))
+			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, suggest.DidYouMean(s, r.knownNames()))
 		}
 		t := target{host: ns + "/*"}
 		if len(dep.Ports) > 0 {
@@ -442,7 +448,7 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 	if t, p, ok := r.serviceEntryTarget(s, host, dep.Ports); ok {
 		return t, p
 	}
-	return bad("Unknown Service", "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s Add the service's manifest to the provider's manifests, or fix the name.", s, suggest(s, r.knownNames()))
+	return bad("Unknown Service", "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s Add the service's manifest to the provider's manifests, or fix the name.", s, suggest.DidYouMean(s, r.knownNames()))
 }
 
 func (r *resolver) kubeService(host string) *mesh.Service {
@@ -655,7 +661,8 @@ func coversNamespace(hosts []string, ns string) bool {
 // ValidateSystemHosts checks Sidecar egress host syntax ("ns/dnsName", "~ns/dnsName" on 1.31+).
 func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 	var probs []Problem
-	exclusion := versionAtLeast(istioVersion, 31)
+	ver, err := istioconfig.ParseVersion(istioVersion)
+	exclusion := err != nil || ver.EgressExclusions() // an unparseable version is the provider's error
 	for i, h := range hosts {
 		ns, name, ok := strings.Cut(h, "/")
 		bad := !ok || strings.Contains(name, "/") || name == ""
@@ -683,16 +690,4 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 		}
 	}
 	return probs
-}
-
-func versionAtLeast(v string, minor int) bool {
-	if v == "" {
-		return true
-	}
-	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
-	if len(parts) < 2 {
-		return true
-	}
-	n, err := strconv.Atoi(parts[1])
-	return err != nil || n >= minor
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 )
 
 var _ validator.String = istioVersionValidator{}
@@ -34,12 +34,23 @@ func (v istioVersionValidator) ValidateString(_ context.Context, req validator.S
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if _, err := predict.ParseVersion(req.ConfigValue.ValueString()); err != nil {
+	ver, err := istioconfig.ParseVersion(req.ConfigValue.ValueString())
+	switch {
+	case err != nil:
 		resp.Diagnostics.AddAttributeError(
 			req.Path,
 			"Unsupported Istio Version",
 			fmt.Sprintf("The Istio version %q cannot be predicted. Set istio_version to the minor release istiod runs, "+
-				"for example \"1.31\".\n\nOriginal Error: %s", req.ConfigValue.ValueString(), err),
+				"from %s to %s, for example \"%s\".\n\nOriginal Error: %s", req.ConfigValue.ValueString(),
+				istioconfig.Oldest, istioconfig.Newest, istioconfig.DefaultVersion, err),
+		)
+	case !ver.Modelled():
+		resp.Diagnostics.AddAttributeWarning(
+			req.Path,
+			"Istio Version Newer Than Modelled",
+			fmt.Sprintf("Istio %s is newer than the newest release meshscope models, %s: clusters are predicted with %s rules, "+
+				"which may differ from what istiod %s pushes. Check the prediction against `istioctl proxy-config cluster` "+
+				"after the first rollout, or use a meshscope release that models %s.", ver, istioconfig.Newest, istioconfig.Newest, ver, ver),
 		)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 )
 
 var (
@@ -72,13 +74,7 @@ func (v dnsNameValidator) ValidateString(_ context.Context, req validator.String
 		return
 	}
 	name := req.ConfigValue.ValueString()
-	var err error
-	if strings.HasPrefix(name, "*") {
-		err = fmt.Errorf("a wildcard is not allowed here")
-	} else {
-		err = checkHostPart(name)
-	}
-	if err != nil {
+	if err := istioconfig.ValidateDNSName(name); err != nil {
 		resp.Diagnostics.AddAttributeError(
 			req.Path,
 			"Invalid DNS Name",
