@@ -292,6 +292,14 @@ func stringMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagno
 		return nil, nil
 	}
 	out := map[string]string{}
+	for k, v := range m.Elements() {
+		if s, ok := v.(types.String); ok && s.IsNull() {
+			// The attribute's validator names the key; this keeps a null from becoming a conversion error.
+			var diags diag.Diagnostics
+			diags.AddError("Null Map Value", fmt.Sprintf("The map key %q has a null value. Give a string, or remove the key.", k))
+			return nil, diags
+		}
+	}
 	diags := m.ElementsAs(ctx, &out, false)
 	return out, diags
 }

@@ -108,6 +108,30 @@ resource "meshscope_workload_scope" "x" {
 			summary: "Invalid Label Value",
 			path:    `workload_selector["app"]`,
 		},
+		"workload_selector with a null value": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = null }
+}`,
+			err:     `(?s)Null Label Value.*The\s+label\s+"app"\s+is\s+null`,
+			summary: "Null Label Value",
+			path:    `workload_selector["app"]`,
+		},
+		"istio_version with a v": {
+			settings: []string{`istio_version = "v1.31"`},
+			config:   `resource "meshscope_workload_scope" "x" { namespace = "foo" }`,
+			err:      `(?s)Unsupported Istio Version.*without\s+the\s+"v":\s+"1\.31"`,
+			summary:  "Unsupported Istio Version",
+			path:     "istio_version",
+		},
+		"istio_version 2.0": {
+			settings: []string{`istio_version = "2.0"`},
+			config:   `resource "meshscope_workload_scope" "x" { namespace = "foo" }`,
+			err:      `(?s)Unsupported Istio Version.*"2\.0"\s+is\s+not\s+modelled:\s+meshscope\s+models\s+Istio\s+1\.8\s+to\s+1\.31`,
+			summary:  "Unsupported Istio Version",
+			path:     "istio_version",
+		},
 		"workload_selector key over 63 characters": {
 			config: `
 resource "meshscope_workload_scope" "x" {
@@ -219,6 +243,23 @@ resource "meshscope_workload_scope" "x" {
 				plancheck.ExpectKnownValue("meshscope_workload_scope.x", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("risks"),
 					stringsExact("drops kubernetes.default.svc.cluster.local, a destination of a VirtualService still in scope")),
 			},
+		},
+		"istio_version newer than the newest modelled": {
+			settings: []string{`istio_version = "1.32"`},
+			config:   `resource "meshscope_workload_scope" "x" { namespace = "foo" }`,
+			summary:  "Istio Version Newer Than Modelled",
+			attr:     "istio_version",
+			detail:   `clusters are predicted with 1\.31 rules`,
+		},
+		"a dependency without ports among dependencies with ports": {
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace    = "foo"
+  dependencies = [{ service = "bar.bar", ports = [80] }, { service = "metrics-server.kube-system" }]
+}`,
+			summary: "Dependency Widens Every Port",
+			attr:    "dependencies",
+			detail:  `"metrics-server\.kube-system" lists no ports, while "bar\.bar" list theirs`,
 		},
 		"system hosts missing": {
 			settings: []string{"system_hosts = []"},

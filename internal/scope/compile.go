@@ -188,6 +188,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 					d.Dependencies[t.index].Service, p, strings.TrimSuffix(t.host, "/*"))})
 		}
 	}
+	probs = append(probs, portlessProblems(d, targets)...)
 	egress := buildEgress(targets, system)
 
 	spec := &networking.Sidecar{Ingress: ingress, Egress: egress, OutboundTrafficPolicy: otp}
@@ -211,6 +212,51 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
 	return &Result{Name: name, Sidecar: sc, Manifest: manifest, EgressHosts: hosts}, probs
+}
+
+// portlessProblems warns, on each dependency that imports every port, when other dependencies
+// list theirs: a Sidecar scopes by port only when every dependency does (buildEgress), so one
+// port-less dependency silently widens all the others to every port.
+func portlessProblems(d Declaration, targets []target) []Problem {
+	var withPorts []string
+	for _, t := range targets {
+		if len(t.ports) > 0 {
+			withPorts = append(withPorts, d.Dependencies[t.index].Service)
+		}
+	}
+	if len(withPorts) == 0 {
+		return nil
+	}
+	var probs []Problem
+	for _, t := range targets {
+		if len(t.ports) > 0 {
+			continue
+		}
+		dep := d.Dependencies[t.index]
+		why := fmt.Sprintf("The dependency %q lists no ports", dep.Service)
+		if len(dep.Ports) > 0 {
+			why = fmt.Sprintf("The dependency %q lists ports, but a port it lists is also a UDP port of the same number, which "+
+				"Istio's port listener would take instead, so it imports every port", dep.Service)
+		}
+		probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "Dependency Widens Every Port",
+			Detail: fmt.Sprintf("%s, while %s list theirs. A Sidecar narrows by port only when every dependency does, so this "+
+				"dependency makes the whole Sidecar import every port of every dependency. List its ports, or drop ports "+
+				"from the others to say so.", why, quoteList(withPorts, 3))})
+	}
+	return probs
+}
+
+// quoteList quotes at most n names, then counts the rest.
+func quoteList(names []string, n int) string {
+	var q []string
+	for i, s := range names {
+		if i == n {
+			q = append(q, fmt.Sprintf("%d more", len(names)-n))
+			break
+		}
+		q = append(q, strconv.Quote(s))
+	}
+	return strings.Join(q, ", ")
 }
 
 // buildEgress emits one catch-all listener, or, when every dependency names its
@@ -448,7 +494,26 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 	if t, p, ok := r.serviceEntryTarget(s, host, dep.Ports); ok {
 		return t, p
 	}
-	return bad("Unknown Service", "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s Add the service's manifest to the provider's manifests, or fix the name.", s, suggest.DidYouMean(s, r.knownNames()))
+	return bad("Unknown Service", "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s Add the service's manifest to the provider's manifests, or fix the name.", s, r.didYouMean(s, host))
+}
+
+// didYouMean suggests the known names nearest to a dependency. A Kubernetes FQDN
+// ("name.ns.svc.cluster.local") is compared as "name.ns" and suggested in the form it was written.
+func (r *resolver) didYouMean(raw, host string) string {
+	parts := strings.Split(host, ".")
+	if len(parts) < 3 || parts[2] != "svc" {
+		return suggest.DidYouMean(raw, r.knownNames())
+	}
+	suffix := "." + strings.Join(parts[2:], ".")
+	var short []string
+	for _, svc := range r.inv.Services {
+		short = append(short, svc.Name+"."+svc.Namespace)
+	}
+	names := suggest.Nearest(parts[0]+"."+parts[1], short, 3)
+	for i := range names {
+		names[i] += suffix
+	}
+	return suggest.DidYouMean(raw, names)
 }
 
 func (r *resolver) kubeService(host string) *mesh.Service {

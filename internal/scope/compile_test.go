@@ -138,6 +138,11 @@ spec:
 	}{
 		{"unknown service suggests near names", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "barr.bar"}}},
 			AttrDependencies, "Unknown Service", `Did you mean "bar.bar"`},
+		{"unknown FQDN suggests near FQDNs", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "kube-dsn.kube-system.svc.cluster.local"}}},
+			AttrDependencies, "Unknown Service", `Did you mean "kube-dns.kube-system.svc.cluster.local"`},
+		{"unknown short FQDN suggests in its form", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "barr.bar.svc"}}},
+			AttrDependencies, "Unknown Service", `Did you mean "bar.bar.svc"`},
+		{"missing namespace in an empty inventory says so", mesh.New(), Declaration{Namespace: "foo"}, AttrNamespace, "Unknown Namespace", "The inventory is empty"},
 		{"malformed host", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "Bad_Host!"}}},
 			AttrDependencies, "Malformed Host", `"Bad_Host!"`},
 		{"malformed namespace wildcard", inv, Declaration{Namespace: "foo", Dependencies: []Dependency{{Service: "bar/x/y"}}},
@@ -238,6 +243,12 @@ spec: {type: ExternalName, externalName: api.example.com, ports: [{port: 443, na
 			AttrSystemHosts, 1, "Exclusion Not Supported", `"1.30"`, false},
 		{"malformed system host", Declaration{Namespace: "foo"}, Options{SystemHosts: []string{"istio-system"}},
 			AttrSystemHosts, 0, "Malformed Host", `"istio-system"`, false},
+		{"one dependency without ports widens the others", Declaration{Namespace: "foo",
+			Dependencies: []Dependency{{Service: "bar.bar", Ports: []uint32{80}}, {Service: "kube-dns.kube-system"}}}, Options{},
+			AttrDependencies, 1, "Dependency Widens Every Port", `"kube-dns.kube-system" lists no ports, while "bar.bar" list theirs`, true},
+		{"a port that is first UDP widens the others", Declaration{Namespace: "foo",
+			Dependencies: []Dependency{{Service: "bar.bar", Ports: []uint32{80}}, {Service: "kube-dns.kube-system", Ports: []uint32{53}}}}, Options{},
+			AttrDependencies, 1, "Dependency Widens Every Port", `a port it lists is also a UDP port of the same number`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,6 +269,18 @@ spec: {type: ExternalName, externalName: api.example.com, ports: [{port: 443, na
 				t.Errorf("result = %v with warning=%v", r, tc.warning)
 			}
 		})
+	}
+	// Every dependency with ports, or none with ports: no widening to warn about.
+	for _, deps := range [][]Dependency{
+		{{Service: "bar.bar", Ports: []uint32{80}}, {Service: "metrics-server.kube-system", Ports: []uint32{443}}},
+		{{Service: "bar.bar"}, {Service: "kube-dns.kube-system"}},
+	} {
+		_, probs := Compile(inv, Declaration{Namespace: "foo", Dependencies: deps}, Options{})
+		for _, p := range probs {
+			if p.Summary == "Dependency Widens Every Port" {
+				t.Errorf("dependencies %+v: %+v", deps, p)
+			}
+		}
 	}
 	// 1.31 understands exclusions.
 	if r, probs := Compile(inv, Declaration{Namespace: "foo"}, Options{SystemHosts: []string{"istio-system/*", "~istio-system/zipkin.istio-system.svc.cluster.local"}}); r == nil {

@@ -57,7 +57,15 @@ func (v labelsValidator) ValidateMap(_ context.Context, req validator.MapRequest
 			)
 		}
 		s, ok := elems[k].(types.String)
-		if !ok || s.IsNull() || s.IsUnknown() {
+		if ok && s.IsNull() {
+			resp.Diagnostics.AddAttributeError(
+				p,
+				"Null Label Value",
+				fmt.Sprintf("The label %q is null. A label needs a value: give a string (\"\" is allowed), or remove the key.", k),
+			)
+			continue
+		}
+		if !ok || s.IsUnknown() {
 			continue
 		}
 		if errs := validation.IsValidLabelValue(s.ValueString()); len(errs) > 0 {
