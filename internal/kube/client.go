@@ -7,6 +7,8 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"os"
+	"sort"
 	"sync"
 
 	"k8s.io/client-go/dynamic"
@@ -82,6 +84,15 @@ func restConfig(cfg Config) (*rest.Config, error) {
 	if len(cfg.ConfigPaths) > 0 {
 		rules.ExplicitPath = ""
 		rules.Precedence = cfg.ConfigPaths
+		// clientcmd skips a missing file of the list; a file the configuration names must exist.
+		for _, p := range cfg.ConfigPaths {
+			if _, err := os.Stat(p); err != nil {
+				return nil, &ConfigError{Problem: ConfigFileMissing, Path: p, Err: err}
+			}
+		}
+	}
+	if err := checkKubeconfig(rules, cfg.ConfigContext); err != nil {
+		return nil, err
 	}
 	overrides := &clientcmd.ConfigOverrides{}
 	if cfg.ConfigContext != "" {
@@ -122,6 +133,35 @@ func restConfig(cfg Config) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
 	return rc, nil
+}
+
+// checkKubeconfig loads the kubeconfig files as clientcmd will, to name a file that does not
+// parse and a context the files do not have, rather than report either as an unreachable cluster.
+func checkKubeconfig(rules *clientcmd.ClientConfigLoadingRules, context string) error {
+	for _, p := range rules.GetLoadingPrecedence() {
+		if _, err := os.Stat(p); err != nil {
+			continue // clientcmd skips missing files of KUBECONFIG and the default path
+		}
+		if _, err := clientcmd.LoadFromFile(p); err != nil {
+			return &ConfigError{Problem: ConfigFileInvalid, Path: p, Err: err}
+		}
+	}
+	if context == "" {
+		return nil
+	}
+	merged, err := rules.Load()
+	if err != nil {
+		return nil // clientcmd reports it, with its own words
+	}
+	if _, ok := merged.Contexts[context]; ok {
+		return nil
+	}
+	contexts := make([]string, 0, len(merged.Contexts))
+	for name := range merged.Contexts {
+		contexts = append(contexts, name)
+	}
+	sort.Strings(contexts)
+	return &ConfigError{Problem: ConfigContextUnknown, Context: context, Contexts: contexts}
 }
 
 // Host returns the API server URL the client talks to (no credentials).

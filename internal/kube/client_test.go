@@ -86,3 +86,39 @@ func TestLazyClientNeverDialsOnNew(t *testing.T) {
 		t.Error("clients built before first use")
 	}
 }
+
+// TestRestConfig_KubeconfigProblems: a missing file, a file that does not parse and an unknown
+// context are each named as such, not as an unreachable cluster or a missing configuration.
+func TestRestConfig_KubeconfigProblems(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "config")
+	bad := filepath.Join(dir, "broken")
+	if err := os.WriteFile(good, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nclusters: {not: [a list\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", "")
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		problem ConfigProblem
+		want    string
+	}{
+		{"missing file", Config{ConfigPaths: []string{filepath.Join(dir, "nope")}}, ConfigFileMissing, "nope does not exist"},
+		{"unparseable file", Config{ConfigPaths: []string{bad}}, ConfigFileInvalid, "broken cannot be parsed"},
+		{"unknown context", Config{ConfigPaths: []string{good}, ConfigContext: "ctx-c"}, ConfigContextUnknown, `no context "ctx-c"; it has "ctx-a", "ctx-b"`},
+	} {
+		_, err := restConfig(tc.cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Problem != tc.problem || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want a ConfigError (%d) saying %q", tc.name, err, tc.problem, tc.want)
+		}
+	}
+	t.Setenv("KUBECONFIG", bad)
+	var ce *ConfigError
+	if _, err := restConfig(Config{}); !errors.As(err, &ce) || ce.Problem != ConfigFileInvalid {
+		t.Errorf("KUBECONFIG naming a broken file: err = %v, want ConfigFileInvalid", err)
+	}
+}

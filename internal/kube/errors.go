@@ -107,3 +107,47 @@ func managerFromMessage(msg string) string {
 	}
 	return ""
 }
+
+// ConfigError is a kubeconfig that cannot give a client: a configured file is missing or
+// unparseable, or the context asked for is not in it. Problem says which.
+type ConfigError struct {
+	Problem  ConfigProblem
+	Path     string   // the file, for ConfigFileMissing and ConfigFileInvalid
+	Context  string   // the context asked for, for ConfigContextUnknown
+	Contexts []string // the contexts the kubeconfig has, sorted, for ConfigContextUnknown
+	Err      error
+}
+
+// ConfigProblem is what is wrong with a kubeconfig.
+type ConfigProblem int
+
+// The kubeconfig problems ConfigError distinguishes.
+const (
+	ConfigFileMissing ConfigProblem = iota + 1
+	ConfigFileInvalid
+	ConfigContextUnknown
+)
+
+func (e *ConfigError) Error() string {
+	switch e.Problem {
+	case ConfigFileMissing:
+		return fmt.Sprintf("the kubeconfig file %s does not exist", e.Path)
+	case ConfigFileInvalid:
+		return fmt.Sprintf("the kubeconfig file %s cannot be parsed: %v", e.Path, e.Err)
+	default:
+		return fmt.Sprintf("the kubeconfig has no context %q; it has %s", e.Context, quotedOrNone(e.Contexts))
+	}
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func quotedOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

@@ -176,17 +176,39 @@ func (s clusterSource) Name() string { return "kubernetes" }
 func (s clusterSource) Load(ctx context.Context, inv *mesh.Inventory) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if err := s.client.LoadInventory(ctx, inv, s.root); err != nil {
-		diags.AddAttributeError(path.Root("kubernetes"), clusterErrorSummary(err),
+		diags.AddAttributeError(clusterErrorPath(err), clusterErrorSummary(err),
 			"meshscope could not read the inventory from the cluster. "+clusterErrorAdvice(err)+"\n\nOriginal Error: "+err.Error())
 	}
 	return diags
+}
+
+// clusterErrorPath is the kubernetes block's attribute a cluster error is about.
+func clusterErrorPath(err error) path.Path {
+	var ke *kube.ConfigError
+	if errors.As(err, &ke) {
+		if ke.Problem == kube.ConfigContextUnknown {
+			return path.Root("kubernetes").AtName("config_context")
+		}
+		return path.Root("kubernetes").AtName("config_path")
+	}
+	return path.Root("kubernetes")
 }
 
 func clusterErrorSummary(err error) string {
 	var pe *kube.PermissionError
 	var me *kube.MissingCRDError
 	var ce *kube.ConflictError
+	var ke *kube.ConfigError
 	switch {
+	case errors.As(err, &ke):
+		switch ke.Problem {
+		case kube.ConfigFileMissing:
+			return "Kubeconfig Not Found"
+		case kube.ConfigFileInvalid:
+			return "Invalid Kubeconfig"
+		default:
+			return "Unknown Kubeconfig Context"
+		}
 	case errors.As(err, &pe):
 		return "Permission Denied"
 	case errors.As(err, &me):
@@ -201,7 +223,20 @@ func clusterErrorAdvice(err error) string {
 	var pe *kube.PermissionError
 	var me *kube.MissingCRDError
 	var ce *kube.ConflictError
+	var ke *kube.ConfigError
 	switch {
+	case errors.As(err, &ke):
+		switch ke.Problem {
+		case kube.ConfigFileMissing:
+			return fmt.Sprintf("The kubeconfig file %q does not exist. Fix kubernetes.config_path (or config_paths), or remove it to use KUBECONFIG or ~/.kube/config.", ke.Path)
+		case kube.ConfigFileInvalid:
+			return fmt.Sprintf("The kubeconfig file %q is not a kubeconfig clientcmd can parse. Fix the file, or point kubernetes.config_path at another.", ke.Path)
+		default:
+			if len(ke.Contexts) == 0 {
+				return "The kubeconfig has no contexts. Remove kubernetes.config_context, or use a kubeconfig that defines it."
+			}
+			return fmt.Sprintf("Set kubernetes.config_context to one of the kubeconfig's contexts: %s.", quoteAll(ke.Contexts))
+		}
 	case errors.As(err, &pe):
 		return fmt.Sprintf("Grant the provider's identity verb %q on %q (see the ClusterRole in the README).", pe.Verb, pe.Resource.Resource)
 	case errors.As(err, &me):
@@ -212,3 +247,4 @@ func clusterErrorAdvice(err error) string {
 	}
 	return "Check kubernetes.host / config_path / config_context and that the API server is reachable."
 }
+

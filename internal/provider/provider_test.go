@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -170,6 +171,47 @@ resource "meshscope_workload_scope" "foo" {
 					},
 				},
 			})
+		})
+	}
+}
+
+// TestProvider_kubeconfigProblems: a kubeconfig that is missing, does not parse or lacks the
+// context asked for is named as such, on the attribute at fault, before any cluster is called.
+func TestProvider_kubeconfigProblems(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "config")
+	broken := filepath.Join(dir, "broken")
+	kubeconfig := "apiVersion: v1\nkind: Config\nclusters: [{name: a, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: ctx-a, context: {cluster: a, user: u}}]\ncurrent-context: ctx-a\n"
+	if err := os.WriteFile(good, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, []byte("clusters: {not: [closed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := "data \"meshscope_proxy_clusters\" \"x\" {\n  namespace = \"foo\"\n  labels    = { app = \"x\" }\n}\n"
+	for name, tc := range map[string]struct {
+		block, err, summary, path string
+	}{
+		"missing file": {fmt.Sprintf("config_path = %q", filepath.Join(dir, "nope")),
+			`(?s)Kubeconfig Not Found.*nope"\s+does\s+not\s+exist`, "Kubeconfig Not Found", "kubernetes.config_path"},
+		"unparseable file": {fmt.Sprintf("config_path = %q", broken),
+			`(?s)Invalid Kubeconfig.*broken"\s+is\s+not\s+a\s+kubeconfig`, "Invalid Kubeconfig", "kubernetes.config_path"},
+		"unknown context": {fmt.Sprintf("config_path = %q\n    config_context = \"ctx-b\"", good),
+			`(?s)Unknown Kubeconfig Context.*one\s+of\s+the\s+kubeconfig's\s+contexts:\s+"ctx-a"`, "Unknown Kubeconfig Context", "kubernetes.config_context"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &diagRecorder{}
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: recordingFactories(rec),
+				Steps: []resource.TestStep{{
+					Config:      "provider \"meshscope\" {\n  kubernetes {\n    " + tc.block + "\n  }\n}\n" + data,
+					ExpectError: regexp.MustCompile(tc.err),
+				}},
+			})
+			if !rec.hasError(tc.summary, tc.path) {
+				t.Errorf("no error %q on %s; the provider returned:\n%s", tc.summary, tc.path, formatDiags(rec.errors()))
+			}
 		})
 	}
 }
