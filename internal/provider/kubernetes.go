@@ -247,4 +247,3 @@ func clusterErrorAdvice(err error) string {
 	}
 	return "Check kubernetes.host / config_path / config_context and that the API server is reachable."
 }
-
