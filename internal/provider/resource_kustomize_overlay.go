@@ -70,7 +70,7 @@ func (r *kustomizeOverlayResource) Schema(_ context.Context, _ resource.SchemaRe
 				PlanModifiers: []planmodifier.String{
 					stringplanmodifier.RequiresReplace(),
 				},
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1), validators.InsideWorkingDirectory()},
 			},
 			"sidecars": schema.ListAttribute{
 				MarkdownDescription: "Sidecar manifests as YAML strings, typically " +

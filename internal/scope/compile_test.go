@@ -180,7 +180,22 @@ spec:
 		}
 		c := Conflicts(inv2, r.Sidecar)
 		if len(c) != 1 || c[0].Summary != "Conflicting Sidecar Selection" || !strings.Contains(c[0].Detail, `"existing"`) {
-			t.Errorf("conflicts = %+v", c)
+			t.Fatalf("conflicts = %+v", c)
+		}
+		// From manifests: what works offline, and why import does not.
+		if d := c[0].Detail; !strings.Contains(d, `take it over offline: give this scope the Sidecar's name (name = "existing")`) ||
+			!strings.Contains(d, "terraform import needs the kubernetes block") {
+			t.Errorf("offline advice: %s", d)
+		}
+		// From a cluster: import.
+		inv2.Sidecars[0].Source = "cluster:Sidecar/foo/existing"
+		if d := Conflicts(inv2, r.Sidecar)[0].Detail; !strings.Contains(d, `import it (an import block with id = "foo/existing"`) {
+			t.Errorf("live advice: %s", d)
+		}
+		// The scope that takes the name over does not conflict.
+		named, _ := Compile(inv2, Declaration{Namespace: "foo", Name: "existing", Selector: app}, Options{})
+		if c := Conflicts(inv2, named.Sidecar); len(c) != 0 {
+			t.Errorf("a scope named after the Sidecar conflicts with it: %+v", c)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package scope
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
@@ -30,6 +31,16 @@ func SelectedWorkloads(inv *mesh.Inventory, ns string, sel map[string]string) []
 	return out
 }
 
+// takeOver says how a scope takes over an existing Sidecar: import needs the cluster it lives in;
+// an offline scope replaces the inventory's Sidecar of its own name.
+func takeOver(other *mesh.Sidecar) string {
+	offline := fmt.Sprintf("give this scope the Sidecar's name (name = %q): a scope replaces the inventory's Sidecar of the same namespace and name, so meshscope then manages it", other.Name)
+	if strings.HasPrefix(other.Source, "cluster:") {
+		return fmt.Sprintf("take it over: import it (an import block with id = \"%s/%s\", or terraform import), which reads it from the cluster and turns it into declarations; or %s.", other.Namespace, other.Name, offline)
+	}
+	return fmt.Sprintf("take it over offline: %s, and drop its manifest from the provider's manifests. (terraform import needs the kubernetes block: it reads the Sidecar from the cluster.)", offline)
+}
+
 // Conflicts reports Sidecars of the inventory (other than one with the same
 // namespace and name) that compete with sc for the same workloads, like istioctl
 // analyze IST0111/IST0110: two selector-less Sidecars in one namespace, or two
@@ -45,12 +56,12 @@ func Conflicts(inv *mesh.Inventory, sc *mesh.Sidecar) []Problem {
 		switch {
 		case mine == nil && theirs == nil:
 			probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Summary: "Conflicting Namespace Default Sidecar",
-				Detail: fmt.Sprintf("Namespace %q already has the selector-less Sidecar %q (%s). Istio applies only the oldest selector-less Sidecar in a namespace. Set workload_selector, or import and manage %q instead.", sc.Namespace, other.Name, other.Source, other.Name)})
+				Detail: fmt.Sprintf("Namespace %q already has the selector-less Sidecar %q (%s). Istio applies only the oldest selector-less Sidecar in a namespace. Set workload_selector, or %s", sc.Namespace, other.Name, other.Source, takeOver(other))})
 		case mine != nil && theirs != nil:
 			for _, w := range inv.Workloads {
 				if w.Namespace == sc.Namespace && Selects(mine.GetLabels(), w.PodLabels) && Selects(theirs.GetLabels(), w.PodLabels) {
 					probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Summary: "Conflicting Sidecar Selection",
-						Detail: fmt.Sprintf("Workload %s/%s (%s) is selected both by this scope and by the existing Sidecar %q (%s). Istio applies only the oldest matching Sidecar (istioctl analyze IST0110). Narrow workload_selector, or import and manage %q instead.", w.Namespace, w.Name, w.Kind, other.Name, other.Source, other.Name)})
+						Detail: fmt.Sprintf("Workload %s/%s (%s) is selected both by this scope and by the existing Sidecar %q (%s). Istio applies only the oldest matching Sidecar (istioctl analyze IST0110). Narrow workload_selector, or %s", w.Namespace, w.Name, w.Kind, other.Name, other.Source, takeOver(other))})
 					break
 				}
 			}

@@ -1,10 +1,25 @@
-# meshscope_workload_scope.all declares one scope per workload, with for_each.
+# Two scopes, as in the seed example; a real configuration has one per workload.
+resource "meshscope_workload_scope" "foo" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+  ingress           = [{ port = 80, protocol = "HTTP", default_endpoint = "127.0.0.1:80" }]
+}
+
+resource "meshscope_workload_scope" "bar" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "foo.foo", ports = [80] }]
+}
+
 # Write every scope's Sidecar into the GitOps repository checked out next to
 # this configuration: a kustomize base, a dev and a prod overlay, and an Argo CD
 # Application per environment. `terraform plan` lists the files that change.
 resource "meshscope_kustomize_overlay" "mesh" {
-  path     = "${path.module}/gitops/mesh"
-  sidecars = [for s in meshscope_workload_scope.all : s.manifest]
+  path = "${path.module}/gitops/mesh"
+  sidecars = [
+    meshscope_workload_scope.foo.manifest,
+    meshscope_workload_scope.bar.manifest,
+  ]
 
   environments = {
     dev = {

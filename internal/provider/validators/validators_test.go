@@ -107,3 +107,27 @@ func TestLabels(t *testing.T) {
 		t.Errorf("unknown map: %v", resp.Diagnostics)
 	}
 }
+
+func TestInsideWorkingDirectory(t *testing.T) {
+	v := insideWorkingDirectoryValidator{cwd: func() (string, error) { return "/work/repo", nil }}
+	for _, tc := range []struct {
+		path string
+		warn bool
+	}{
+		{"gitops", false},
+		{"./gitops/sidecars", false},
+		{"/work/repo/gitops", false},
+		{"a/../b", false},
+		{"/etc", true},
+		{"../../etc", true},
+		{"..", true},
+		{"gitops/../../other", true},
+		{"/work/repository", true},
+	} {
+		resp := &validator.StringResponse{}
+		v.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("path"), ConfigValue: types.StringValue(tc.path)}, resp)
+		if got := resp.Diagnostics.WarningsCount() > 0; got != tc.warn || resp.Diagnostics.HasError() {
+			t.Errorf("%q: warning = %v, want %v (%v)", tc.path, got, tc.warn, resp.Diagnostics)
+		}
+	}
+}
