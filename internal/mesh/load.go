@@ -168,6 +168,28 @@ type object struct {
 	mesh            *MeshSettings
 }
 
+// meta is the object's metadata (a mesh ConfigMap has only its kind and name).
+func (o object) meta() *Meta {
+	switch {
+	case o.namespace != nil:
+		return &o.namespace.Meta
+	case o.service != nil:
+		return &o.service.Meta
+	case o.workload != nil:
+		return &o.workload.Meta
+	case o.serviceEntry != nil:
+		return &o.serviceEntry.Meta
+	case o.destinationRule != nil:
+		return &o.destinationRule.Meta
+	case o.virtualService != nil:
+		return &o.virtualService.Meta
+	case o.sidecar != nil:
+		return &o.sidecar.Meta
+	default:
+		return &Meta{Kind: "ConfigMap", Name: "istio"}
+	}
+}
+
 // decoded is what one document holds: its objects, in order, up to the first
 // error, if any.
 type decoded struct {
@@ -582,16 +604,53 @@ func decodeIstio(kind string, js []byte, src string) (object, error) {
 
 // ParseSidecar parses one Sidecar manifest (YAML).
 func ParseSidecar(source string, data []byte) (*Sidecar, error) {
-	tmp := New()
-	if err := tmp.AddYAML(source, data); err != nil {
+	scs, err := ParseSidecars(source, data)
+	if err != nil {
 		return nil, err
 	}
-	if len(tmp.Sidecars) != 1 {
-		return nil, fmt.Errorf("%s: expected exactly one networking.istio.io Sidecar, found %d", source, len(tmp.Sidecars))
+	if len(scs) != 1 {
+		return nil, fmt.Errorf("%s: expected exactly one networking.istio.io Sidecar, found %d", source, len(scs))
 	}
-	sc := tmp.Sidecars[0]
-	if sc.Created.Year() == 2200 {
-		sc.Created = sc.Created.AddDate(0, 0, 0) // keep; callers may replace
+	return scs[0], nil
+}
+
+// ParseSidecars parses the Sidecars of a multi-document YAML stream, as a file("sidecars.yaml")
+// holds them. A document that is not a Sidecar is an error naming it; a later Sidecar with the
+// namespace and name of an earlier one replaces it, as in the inventory.
+func ParseSidecars(source string, data []byte) ([]*Sidecar, error) {
+	docs, err := SplitDocuments(source, data)
+	if err != nil {
+		return nil, err
 	}
-	return sc, nil
+	tmp := New()
+	for _, d := range docs {
+		objs, err := decodeDocument(source, d)
+		if err != nil {
+			return nil, err
+		}
+		if len(objs) == 0 && len(bytes.TrimSpace(d.Data)) > 0 && !onlyComments(d.Data) {
+			return nil, &DocumentError{Source: source, Index: d.Index, Line: d.Line,
+				Err: errors.New("the document is not a networking.istio.io Sidecar: give only Sidecar manifests here")}
+		}
+		for _, o := range objs {
+			if o.sidecar == nil {
+				m := o.meta()
+				return nil, &DocumentError{Source: source, Index: d.Index, Line: d.Line, Kind: m.Kind, Name: m.Name,
+					Err: fmt.Errorf("a %s is not a Sidecar: give only Sidecar manifests here", m.Kind)}
+			}
+			tmp.add(o)
+		}
+	}
+	return tmp.Sidecars, nil
+}
+
+// onlyComments reports whether a YAML document holds nothing but comments and blank lines.
+func onlyComments(doc []byte) bool {
+	for _, l := range bytes.Split(doc, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
 }

@@ -46,15 +46,20 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				Validators:          []validator.String{validators.NamespaceName()},
 			},
 			"labels": schema.MapAttribute{
-				MarkdownDescription: "The proxy's pod labels, for example `{ app = \"test-app\" }`.",
+				MarkdownDescription: "The proxy's pod labels, for example `{ app = \"test-app\" }`: one pod's identity, which " +
+					"the Sidecars of its namespace select by their `workloadSelector`. It is named `labels`, not `workload_selector` " +
+					"as in `meshscope_workload_scope`, because it describes a pod rather than selecting pods: a scope's selector " +
+					"`{ app = \"web\" }` selects a pod with labels `{ app = \"web\", version = \"v2\" }`, and that pod is given here " +
+					"with all its labels.",
 				ElementType:         types.StringType,
 				Optional:            true,
 				Validators:          []validator.Map{validators.Labels()},
 			},
 			"sidecars": schema.ListAttribute{
-				MarkdownDescription: "Sidecar manifests (YAML, one Sidecar each) evaluated as if applied: each replaces " +
-					"the inventory's Sidecar with the same namespace and name, or is added. Typically the `manifest` " +
-					"of `meshscope_workload_scope` resources.",
+				MarkdownDescription: "Sidecar manifests (YAML; a string may hold several documents, as " +
+					"`file(\"sidecars.yaml\")` does) evaluated as if applied: each Sidecar replaces the inventory's Sidecar " +
+					"with the same namespace and name, or is added, and a later one replaces an earlier one of the same name. " +
+					"Typically the `manifest` of `meshscope_workload_scope` resources. A document that is not a Sidecar is an error.",
 				ElementType: types.StringType,
 				Optional:    true,
 			},
@@ -163,12 +168,12 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 				continue
 			}
 			source := fmt.Sprintf("sidecars[%d]", i)
-			sc, err := mesh.ParseSidecar(source, []byte(s.ValueString()))
+			scs, err := mesh.ParseSidecars(source, []byte(s.ValueString()))
 			if err != nil {
 				resp.Diagnostics.Append(sidecarDiagnostic(path.Root("sidecars").AtListIndex(i), source, err))
 				continue
 			}
-			sidecars = append(sidecars, sc)
+			sidecars = append(sidecars, scs...)
 		}
 		if resp.Diagnostics.HasError() {
 			return

@@ -163,7 +163,7 @@ data "meshscope_proxy_clusters" "x" {
   namespace = "foo"
   sidecars  = ["apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  namespace: foo\n"]
 }`,
-			err: `(?s)Invalid Sidecar Manifest.*sidecars\[0\]`,
+			err: `(?s)Invalid Manifest Document.*Document\s+0\s+of\s+sidecars\[0\]\s+\(Service\s+"x"\).*is\s+not\s+a\s+Sidecar`,
 		},
 	}
 	for name, tc := range cases {
@@ -195,6 +195,14 @@ spec:
       app: test-app
   egress:
     - hosts: ["istio-system/*", "kube-system/*"]`)
+	barOnly := heredoc(`apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata:
+  name: only-system
+  namespace: bar
+spec:
+  egress:
+    - hosts: ["istio-system/*"]`)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -208,9 +216,29 @@ data "meshscope_proxy_clusters" "inventory" {
 data "meshscope_proxy_clusters" "replaced" {
   namespace = "foo"
   labels    = { app = "test-app" }
-  sidecars  = [file(%q)]
+  sidecars  = [file(%[1]q)]
 }
-`, seedSidecarFile(t)),
+
+# One string with several documents, as file("sidecars.yaml") gives: the later
+# Sidecar of the same name wins, and the other Sidecar (bar's) is added.
+locals {
+  wide     = %[2]s
+  bar_only = %[3]s
+  stream   = join("\n---\n", [local.wide, file(%[1]q), local.bar_only])
+}
+
+data "meshscope_proxy_clusters" "multi" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+  sidecars  = [local.stream]
+}
+
+data "meshscope_proxy_clusters" "multi_bar" {
+  namespace = "bar"
+  labels    = { app = "test-app" }
+  sidecars  = [local.stream]
+}
+`, seedSidecarFile(t), wide, barOnly),
 				ConfigStateChecks: []statecheck.StateCheck{
 					// istio-system's 9 + kube-system's 3 + inbound 80 + 3 fixed.
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.inventory", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(16)),
@@ -218,6 +246,11 @@ data "meshscope_proxy_clusters" "replaced" {
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.inventory", tfjsonpath.New("baseline_count"), knownvalue.Int64Exact(19)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.replaced", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.replaced", tfjsonpath.New("baseline_count"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.multi", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.multi", tfjsonpath.New("sidecar"), knownvalue.StringExact("foo/test-app")),
+					// bar's own Sidecar: istio-system's 9 + inbound 80 (from its Service) + 3 fixed.
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.multi_bar", tfjsonpath.New("sidecar"), knownvalue.StringExact("bar/only-system")),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.multi_bar", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
 				},
 			},
 		},

@@ -77,7 +77,8 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 			"workload_selector": schema.MapAttribute{
 				MarkdownDescription: "Pod labels that select the workload, like the Sidecar's `workloadSelector.labels`. " +
 					"Leave it out for the namespace default, which applies to every workload of the namespace " +
-					"that no selecting Sidecar covers.",
+					"that no selecting Sidecar covers. It selects every pod whose labels include these; the " +
+					"`meshscope_proxy_clusters` data source takes one pod's full `labels` instead.",
 				ElementType: types.StringType,
 				Optional:    true,
 				Validators:  []validator.Map{validators.Labels()},
