@@ -51,9 +51,9 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 					"as in `meshscope_workload_scope`, because it describes a pod rather than selecting pods: a scope's selector " +
 					"`{ app = \"web\" }` selects a pod with labels `{ app = \"web\", version = \"v2\" }`, and that pod is given here " +
 					"with all its labels.",
-				ElementType:         types.StringType,
-				Optional:            true,
-				Validators:          []validator.Map{validators.Labels()},
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators:  []validator.Map{validators.Labels()},
 			},
 			"sidecars": schema.ListAttribute{
 				MarkdownDescription: "Sidecar manifests (YAML; a string may hold several documents, as " +
