@@ -44,10 +44,11 @@ func TestClustersTableAndJSON(t *testing.T) {
 		t.Fatalf("json from the seed on stdin: exit %d: %s", code, errs)
 	}
 	var doc struct {
-		CDS      int `json:"cds_count"`
-		Istioctl int `json:"istioctl_count"`
+		SchemaVersion int `json:"schema_version"`
+		CDS           int `json:"cds_count"`
+		Istioctl      int `json:"istioctl_count"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.CDS != 19 || doc.Istioctl != 23 {
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.SchemaVersion != 1 || doc.CDS != 19 || doc.Istioctl != 23 {
 		// the seed: 19 CDS clusters, and 4 bootstrap rows
 		t.Errorf("json = %s (err %v)", out, err)
 	}

@@ -125,12 +125,13 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		doc := struct {
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
+			SchemaVersion int               `json:"schema_version"`
+			Namespace     string            `json:"namespace"`
+			Labels        map[string]string `json:"labels"`
 			*predict.Result
 			CDSCount      int `json:"cds_count"`
 			IstioctlCount int `json:"istioctl_count"`
-		}{proxy.Namespace, proxy.Labels, res, len(res.Clusters), len(res.Clusters) + len(res.Bootstrap)}
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res, len(res.Clusters), len(res.Clusters) + len(res.Bootstrap)}
 		if err := enc.Encode(doc); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return ExitError

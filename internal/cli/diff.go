@@ -79,10 +79,11 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if rows == nil {
-			rows = []predict.WorkloadReview{}
+		doc := diffJSON{SchemaVersion: JSONSchemaVersion, Changes: make([]diffJSONRow, len(rows))}
+		for i, r := range rows {
+			doc.Changes[i] = diffJSONRow{WorkloadReview: r, Change: r.After - r.Before}
 		}
-		if err := enc.Encode(rows); err != nil {
+		if err := enc.Encode(doc); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return ExitError
 		}
@@ -95,6 +96,22 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitChanged
 	}
 	return ExitOK
+}
+
+// JSONSchemaVersion is the schema_version of the -o json documents of clusters and diff. It
+// changes when a field is removed or changes meaning; new fields keep it.
+const JSONSchemaVersion = 1
+
+// diffJSON is diff's -o json document.
+type diffJSON struct {
+	SchemaVersion int           `json:"schema_version"`
+	Changes       []diffJSONRow `json:"changes"`
+}
+
+// diffJSONRow is one changed workload: the review's fields, and delta = after - before.
+type diffJSONRow struct {
+	predict.WorkloadReview
+	Change int `json:"delta"`
 }
 
 // Diff predicts every workload of both inventories and returns those whose

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -83,6 +84,22 @@ spec:
 	for _, want := range []string{`"drops kubernetes.default.svc.cluster.local, a destination of a VirtualService still in scope"`, `no service of the root namespace \"istio-system\"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("json lacks %s:\n%s", want, out)
+		}
+	}
+	var doc struct {
+		SchemaVersion int `json:"schema_version"`
+		Changes       []struct {
+			Workload      string `json:"workload"`
+			Before, After int
+			Delta         int `json:"delta"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.SchemaVersion != 1 || len(doc.Changes) == 0 {
+		t.Fatalf("json document: %v, %+v", err, doc)
+	}
+	for _, c := range doc.Changes {
+		if c.Delta != c.After-c.Before || c.Delta == 0 {
+			t.Errorf("%s: delta %d, before %d, after %d", c.Workload, c.Delta, c.Before, c.After)
 		}
 	}
 }
