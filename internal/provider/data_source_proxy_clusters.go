@@ -143,9 +143,11 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if !namespaceKnown(d.data.inv, proxy.Namespace) {
-		hint := suggestion(proxy.Namespace, d.data.inv.NamespaceNames())
-		if d.data.inv.Empty() {
+	// The inventory with this provider's own writes: a read after an apply sees it.
+	inv, livePr := d.data.live()
+	if !namespaceKnown(inv, proxy.Namespace) {
+		hint := suggestion(proxy.Namespace, inv.NamespaceNames())
+		if inv.Empty() {
 			hint = mesh.EmptyHint
 		}
 		resp.Diagnostics.AddAttributeError(
@@ -159,7 +161,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	}
 
 	// The Sidecars given are evaluated as if applied.
-	pr := d.data.predictor
+	pr := livePr
 	if !model.Sidecars.IsNull() {
 		var sidecars []*mesh.Sidecar
 		for i, v := range model.Sidecars.Elements() {
@@ -180,7 +182,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		}
 		pr = pr.WithSidecars(sidecars...)
 	}
-	basePr := d.data.predictor.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
+	basePr := livePr.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
 
 	res := pr.Predict(proxy)
 	baseline := basePr.Predict(proxy)

@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -92,6 +93,48 @@ type providerData struct {
 	istiod *istiod.Client
 	// waitTimeout bounds wait_for_proxies (proxy_wait_timeout).
 	waitTimeout time.Duration
+
+	// liveMu guards liveInv and livePredictor: the inventory as this provider instance has
+	// changed the cluster, the loaded one plus the Sidecars it applied and minus those it
+	// deleted. Data sources read it, so that a read after the provider's own write sees that
+	// write. Plans use inv and predictor, as loaded, so that a resource planned again during
+	// apply gets the plan it had.
+	liveMu        sync.Mutex
+	liveInv       *mesh.Inventory
+	livePredictor *predict.Predictor
+}
+
+// live returns the inventory and predictor with this provider instance's own writes.
+func (d *providerData) live() (*mesh.Inventory, *predict.Predictor) {
+	d.liveMu.Lock()
+	defer d.liveMu.Unlock()
+	if d.liveInv == nil {
+		return d.inv, d.predictor
+	}
+	return d.liveInv, d.livePredictor
+}
+
+// wrote records a Sidecar this provider applied to the cluster.
+func (d *providerData) wrote(sc *mesh.Sidecar) {
+	d.liveMu.Lock()
+	defer d.liveMu.Unlock()
+	inv, pr := d.inv, d.predictor
+	if d.liveInv != nil {
+		inv, pr = d.liveInv, d.livePredictor
+	}
+	d.liveInv, d.livePredictor = inv.WithSidecars(sc), pr.WithSidecars(sc)
+}
+
+// deleted records a Sidecar this provider deleted from the cluster.
+func (d *providerData) deleted(ns, name string) {
+	d.liveMu.Lock()
+	defer d.liveMu.Unlock()
+	inv, pr := d.inv, d.predictor
+	if d.liveInv != nil {
+		inv, pr = d.liveInv, d.livePredictor
+	}
+	gone := func(sc *mesh.Sidecar) bool { return sc.Namespace == ns && sc.Name == name }
+	d.liveInv, d.livePredictor = inv.WithoutSidecars(gone), pr.WithoutSidecars(gone)
 }
 
 // known reports whether the inventory is known.

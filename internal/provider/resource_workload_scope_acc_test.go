@@ -387,13 +387,17 @@ func TestAccWorkloadScope_waitForProxies(t *testing.T) {
 	})
 }
 
-// TestAccWorkloadScope_seedLive applies the seed scenario for real: the seed
-// manifests go into the API server, and the seed's foo scope is planned and
-// applied through Terraform against it. A private istiod that sees only the
-// seed's namespaces pushes to foo's proxy exactly what meshscope predicted:
-// 19 CDS clusters before the Sidecar, 13 after (the plan already says 13),
-// while bar's proxy keeps its 19.
-func TestAccWorkloadScope_seedLive(t *testing.T) {
+// liveSeedEnv is the seed scenario in the API server, with a private istiod
+// that sees only its namespaces, and a provider configured against both.
+type liveSeedEnv struct {
+	pods     map[string]*corev1.Pod // by the seed's namespace name, "foo" and "bar"
+	provider string                 // the provider block
+	// pushed checks that each data source predicts want[name] clusters, exactly what istiod pushes to the pod.
+	pushed func(want map[string]int) resource.TestCheckFunc
+}
+
+func liveSeed(t *testing.T) liveSeedEnv {
+	t.Helper()
 	c := testenv.Connect(t)
 	token := leastPrivilegeToken(t, c)
 	label := "mesh.meshscope.io/seed-" + testenv.RandomSuffix(6)
@@ -411,27 +415,6 @@ func TestAccWorkloadScope_seedLive(t *testing.T) {
 		"    discoverySelectors:\n    - matchLabels: {" + strconv.Quote(label) + ": \"true\"}\n"
 	provider := strings.Replace(liveProvider(t, c, token, false), "provider \"meshscope\" {\n",
 		"provider \"meshscope\" {\n  manifests = ["+heredoc(configMap)+"]\n", 1)
-	dataSources := fmt.Sprintf(`
-data "meshscope_proxy_clusters" "foo" {
-  namespace = %q
-  labels    = { app = "test-app" }
-}
-data "meshscope_proxy_clusters" "bar" {
-  namespace = %q
-  labels    = { app = "test-app" }
-}
-`, foo, bar)
-	scope := fmt.Sprintf(`
-resource "meshscope_workload_scope" "foo" {
-  namespace         = %q
-  workload_selector = { app = "test-app" }
-  dependencies      = []
-  ingress           = [{ port = 80, protocol = "HTTP", default_endpoint = "127.0.0.1:80" }]
-}
-`, foo)
-
-	// pushedAsPredicted compares each data source's clusters with what istiod pushes to that pod.
-	// pushed checks that each data source predicts want[name] clusters, exactly what istiod pushes to the pod.
 	pushed := func(want map[string]int) resource.TestCheckFunc {
 		return func(s *terraform.State) error {
 			for name, n := range want {
@@ -449,6 +432,42 @@ resource "meshscope_workload_scope" "foo" {
 			return nil
 		}
 	}
+	return liveSeedEnv{pods: pods, provider: provider, pushed: pushed}
+}
+
+// seedFooScope is the seed's scope for foo's test-app: HTTP on 80, and the control plane only.
+func seedFooScope(ns string) string {
+	return fmt.Sprintf(`
+resource "meshscope_workload_scope" "foo" {
+  namespace         = %q
+  workload_selector = { app = "test-app" }
+  dependencies      = []
+  ingress           = [{ port = 80, protocol = "HTTP", default_endpoint = "127.0.0.1:80" }]
+}
+`, ns)
+}
+
+// TestAccWorkloadScope_seedLive applies the seed scenario for real: the seed
+// manifests go into the API server, and the seed's foo scope is planned and
+// applied through Terraform against it. A private istiod that sees only the
+// seed's namespaces pushes to foo's proxy exactly what meshscope predicted:
+// 19 CDS clusters before the Sidecar, 13 after (the plan already says 13),
+// while bar's proxy keeps its 19.
+func TestAccWorkloadScope_seedLive(t *testing.T) {
+	seed := liveSeed(t)
+	foo, bar := seed.pods["foo"].Namespace, seed.pods["bar"].Namespace
+	provider, pushed := seed.provider, seed.pushed
+	dataSources := fmt.Sprintf(`
+data "meshscope_proxy_clusters" "foo" {
+  namespace = %q
+  labels    = { app = "test-app" }
+}
+data "meshscope_proxy_clusters" "bar" {
+  namespace = %q
+  labels    = { app = "test-app" }
+}
+`, foo, bar)
+	scope := seedFooScope(foo)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -471,6 +490,32 @@ resource "meshscope_workload_scope" "foo" {
 				Check:  pushed(map[string]int{"foo": 13, "bar": 19}),
 			},
 		},
+	})
+}
+
+// TestAccWorkloadScope_readAfterWrite: in one apply, a data source that depends
+// on a scope reads after the scope's Sidecar is applied, and sees it: 13 clusters
+// for foo, what istiod pushes, not the 19 of the inventory the provider loaded
+// when it was configured.
+func TestAccWorkloadScope_readAfterWrite(t *testing.T) {
+	seed := liveSeed(t)
+	foo := seed.pods["foo"].Namespace
+	dataSource := fmt.Sprintf(`
+data "meshscope_proxy_clusters" "foo" {
+  namespace  = %q
+  labels     = { app = "test-app" }
+  depends_on = [meshscope_workload_scope.foo]
+}
+`, foo)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: seed.provider + seedFooScope(foo) + dataSource,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction("meshscope_workload_scope.foo", plancheck.ResourceActionCreate),
+			}},
+			Check: seed.pushed(map[string]int{"foo": 13}),
+		}},
 	})
 }
 

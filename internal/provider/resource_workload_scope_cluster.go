@@ -45,6 +45,16 @@ func (r *workloadScopeResource) applyToCluster(ctx context.Context, m *workloadS
 		}
 		diags.AddError(clusterErrorSummary(err), fmt.Sprintf("Applying Sidecar %s failed. %s\n\nOriginal Error: %s",
 			m.ID.ValueString(), clusterErrorAdvice(err), err))
+		return diags
+	}
+	// Later reads in this run (a data source that depends on this scope) see the Sidecar.
+	if r.data.known() {
+		sc, err := mesh.ParseSidecar("meshscope", []byte(m.Manifest.ValueString()))
+		if err != nil {
+			diags.AddError("Unreadable Manifest", fmt.Sprintf("The applied manifest of %s cannot be read back: %v", m.ID.ValueString(), err))
+			return diags
+		}
+		r.data.wrote(sc)
 	}
 	return diags
 }
@@ -107,6 +117,9 @@ func (r *workloadScopeResource) deleteFromCluster(ctx context.Context, m *worklo
 		diags.AddError(clusterErrorSummary(err), fmt.Sprintf("Deleting Sidecar %s/%s failed. %s\n\nOriginal Error: %s", ns, name, clusterErrorAdvice(err), err))
 	default:
 		tflog.Info(ctx, "deleted Sidecar", map[string]any{"id": ns + "/" + name})
+		if r.data.known() {
+			r.data.deleted(ns, name)
+		}
 	}
 	return diags
 }
