@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/cli"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
@@ -212,5 +215,37 @@ func BenchmarkPredictProxy(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkDiffRollout is the GitOps review of the mesh-wide first rollout: `diff` from the
+// 5,000-service mesh with no Sidecar to the same mesh with a namespace-default Sidecar in every
+// namespace (policy namespace), in each output format. It reports the output size; its peak
+// memory is the process's, which `/usr/bin/time -f %M` on the command line gives.
+func BenchmarkDiffRollout(b *testing.B) {
+	const n = 5000
+	dir := benchDir(b, n)
+	base, head := b.TempDir(), b.TempDir()
+	for _, f := range []struct{ src, dir string }{
+		{MeshFile(dir, n), base}, {MeshFile(dir, n), head}, {SidecarsFile(dir, n, PolicyNamespace), head},
+	} {
+		data, err := os.ReadFile(f.src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(f.dir, filepath.Base(f.src)), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, o := range []string{"table", "markdown", "json"} {
+		b.Run(o, func(b *testing.B) {
+			for range b.N {
+				var out, errb bytes.Buffer
+				if code := cli.Run([]string{"diff", "--base", base, "--head", head, "-o", o}, strings.NewReader(""), &out, &errb); code != cli.ExitChanged {
+					b.Fatalf("exit %d: %s", code, errb.String())
+				}
+				b.ReportMetric(float64(out.Len()), "output-bytes")
+			}
+		})
 	}
 }

@@ -3,8 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -101,5 +103,80 @@ spec:
 		if c.Delta != c.After-c.Before || c.Delta == 0 {
 			t.Errorf("%s: delta %d, before %d, after %d", c.Workload, c.Delta, c.Before, c.After)
 		}
+	}
+}
+
+// rolloutMesh writes a mesh of nsCount namespaces with perNs services and one workload each
+// (base), and the same mesh with a namespace-default Sidecar in every namespace (head): the
+// mesh-wide first rollout, where every workload loses nearly every host.
+func rolloutMesh(t testing.TB, nsCount, perNs int) (base, head string) {
+	t.Helper()
+	var b, sc strings.Builder
+	for n := 0; n < nsCount; n++ {
+		ns := fmt.Sprintf("team-%03d", n)
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", ns)
+		for s := 0; s < perNs; s++ {
+			fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata: {name: svc-%d, namespace: %s}\nspec: {selector: {app: app-%d}, ports: [{name: http, port: 80}]}\n---\n", s, ns, s)
+		}
+		fmt.Fprintf(&b, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app-0, namespace: %s}\nspec: {template: {metadata: {labels: {app: app-0}}, spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}}}\n---\n", ns)
+		fmt.Fprintf(&sc, "apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: default, namespace: %s}\nspec: {egress: [{hosts: [\"./*\", \"istio-system/*\"]}]}\n---\n", ns)
+	}
+	dir := t.TempDir()
+	base, head = filepath.Join(dir, "base.yaml"), filepath.Join(dir, "head.yaml")
+	if err := os.WriteFile(base, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(head, []byte(b.String()+sc.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return base, head
+}
+
+// TestDiffRollout_Bounded: on a mesh-wide rollout, host lists are capped per row with full
+// counts, markdown fits a pull-request comment with the largest changes first and says how many
+// it left out, and json keeps full counts; --host-limit 0 and --full give everything.
+func TestDiffRollout_Bounded(t *testing.T) {
+	base, head := rolloutMesh(t, 60, 8) // 480 services; every workload drops 472 of them
+	code, out, errs := run(t, "", "diff", "--base", base, "--head", head, "-o", "json")
+	if code != ExitChanged {
+		t.Fatalf("json: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		SchemaVersion int       `json:"schema_version"`
+		Changes       []DiffRow `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("json does not parse: %v", err)
+	}
+	if len(doc.Changes) != 60 {
+		t.Fatalf("json: %d changed workloads, want 60", len(doc.Changes))
+	}
+	for _, r := range doc.Changes {
+		if len(r.RemovedHosts) != DefaultHostLimit || r.RemovedHostCount != 472 || len(r.RemovedClusters) != DefaultHostLimit ||
+			r.RemovedClusterCount != 472 || r.Delta != r.After-r.Before || r.Delta != -472 {
+			t.Fatalf("json row %s/%s: %d of %d hosts, %d of %d clusters, delta %d", r.Namespace, r.Workload,
+				len(r.RemovedHosts), r.RemovedHostCount, len(r.RemovedClusters), r.RemovedClusterCount, r.Delta)
+		}
+	}
+	_, all, _ := run(t, "", "diff", "--base", base, "--head", head, "-o", "json", "--host-limit", "0")
+	if err := json.Unmarshal([]byte(all), &doc); err != nil || len(doc.Changes[0].RemovedHosts) != 472 {
+		t.Errorf("--host-limit 0: %v, %d hosts listed", err, len(doc.Changes[0].RemovedHosts))
+	}
+
+	_, table, _ := run(t, "", "diff", "--base", base, "--head", head)
+	if !strings.Contains(table, "(+447 more)") {
+		t.Errorf("table rows do not say how many hosts they leave out")
+	}
+
+	_, md, _ := run(t, "", "diff", "--base", base, "--head", head, "-o", "markdown")
+	if len(md) > MarkdownLimit || !strings.Contains(md, "60 workloads change") || !regexp.MustCompile(`\n\d+ more workloads change`).MatchString(md) {
+		t.Errorf("markdown: %d characters (limit %d), summary or 'more' line missing:\n%.400s", len(md), MarkdownLimit, md)
+	}
+	_, mdFull, _ := run(t, "", "diff", "--base", base, "--head", head, "-o", "markdown", "--full")
+	if strings.Count(mdFull, "\n| team-") != 60 {
+		t.Errorf("--full: %d rows, want 60", strings.Count(mdFull, "\n| team-"))
+	}
+	if code, _, errs := run(t, "", "diff", "--base", base, "--head", head, "--host-limit", "-1"); code != ExitUsage || !strings.Contains(errs, "--host-limit -1") {
+		t.Errorf("--host-limit -1: exit %d, %q", code, errs)
 	}
 }

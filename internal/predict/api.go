@@ -54,6 +54,12 @@ type Result struct {
 	Clusters []Cluster `json:"clusters"`
 	// Bootstrap are the static clusters istioctl also lists (not from CDS).
 	Bootstrap []Cluster `json:"bootstrap"`
+
+	// outbound are the outbound clusters of Clusters, sorted by name, and rest the others
+	// (fixed and inbound). With shared, outbound is the list every proxy of the scope gets,
+	// the same slice for each of them, so work on it can be shared too.
+	outbound, rest []Cluster
+	shared         bool
 }
 
 // Names returns the sorted CDS cluster names.

@@ -114,7 +114,12 @@ func (p *Predictor) scope(sc *mesh.Sidecar, ns string) *sidecarScope {
 }
 
 // Predict returns the clusters istiod builds for the proxy.
-func (p *Predictor) Predict(proxy Proxy) *Result {
+func (p *Predictor) Predict(proxy Proxy) *Result { return p.predict(proxy, true) }
+
+// predict is Predict. Without merge, a proxy whose scope shares its outbound list gets no
+// Clusters, only the outbound list and the rest: a review of many workloads compares those
+// and never needs the merged list.
+func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 	ix := p.ix
 	sc := ix.sidecarFor(proxy)
 	scope := p.scope(sc, proxy.Namespace)
@@ -145,7 +150,10 @@ func (p *Predictor) Predict(proxy Proxy) *Result {
 		rest = append(rest, Cluster{Name: "InboundPassthroughClusterIpv4", Type: TypeOriginalDst})
 	}
 	slices.SortStableFunc(rest, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
-	res.Clusters = mergeByName(outbound, rest)
+	res.outbound, res.rest, res.shared = outbound, rest, scope.labelFree
+	if merge || !res.shared {
+		res.Clusters = mergeByName(outbound, rest)
+	}
 	res.Bootstrap = ix.bootstrap()
 	return res
 }

@@ -3,6 +3,7 @@ package predict
 import (
 	"slices"
 	"sort"
+	"sync"
 )
 
 // Delta is how one proxy's cluster list changes between two predictions.
@@ -20,13 +21,31 @@ type Delta struct {
 func (d Delta) Changed() bool { return len(d.AddedClusters)+len(d.RemovedClusters) > 0 }
 
 // Compare returns the change from before to after. A nil result counts as no clusters.
-func Compare(before, after *Result) Delta {
+func Compare(before, after *Result) Delta { return compare(before, after, nil) }
+
+// compare is Compare, with the change between two shared outbound lists taken from memo when
+// it holds it (and put there when it does not).
+func compare(before, after *Result, memo *outboundMemo) Delta {
+	if memo != nil && before != nil && after != nil && before.shared && after.shared {
+		out := memo.get(before.outbound, after.outbound)
+		d := Delta{Before: before.count(), After: after.count(), AddedHosts: out.AddedHosts, RemovedHosts: out.RemovedHosts}
+		// The fixed and inbound clusters are a handful per proxy; their names never collide with
+		// outbound ones, so the two changes merge into sorted lists.
+		bn, an := names(before.rest), names(after.rest)
+		d.AddedClusters = mergeSorted(out.AddedClusters, minus(an, bn))
+		d.RemovedClusters = mergeSorted(out.RemovedClusters, minus(bn, an))
+		return d
+	}
+	return compareLists(before, after)
+}
+
+func compareLists(before, after *Result) Delta {
 	var b, a []Cluster
 	if before != nil {
-		b = before.Clusters
+		b = before.merged()
 	}
 	if after != nil {
-		a = after.Clusters
+		a = after.merged()
 	}
 	d := Delta{Before: len(b), After: len(a)}
 	bn, an := names(b), names(a)
@@ -38,12 +57,66 @@ func Compare(before, after *Result) Delta {
 	return d
 }
 
+// outboundMemo remembers the change between two shared outbound lists, by their identity. Its
+// keys hold the lists, so it keeps at most memoSize of them: workloads come grouped by
+// namespace, so the pairs a run needs next are the recent ones, and the predictors' own bounded
+// caches can let the others go.
+type outboundMemo struct {
+	mu sync.Mutex
+	m  map[outboundPair]Delta
+}
+
+const memoSize = 32
+
+type outboundPair struct {
+	before, after *Cluster
+	nb, na        int
+}
+
+func (m *outboundMemo) get(before, after []Cluster) Delta {
+	k := outboundPair{first(before), first(after), len(before), len(after)}
+	m.mu.Lock()
+	d, ok := m.m[k]
+	m.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = compareLists(&Result{Clusters: before}, &Result{Clusters: after})
+	m.mu.Lock()
+	if m.m == nil || len(m.m) >= memoSize {
+		m.m = make(map[outboundPair]Delta, memoSize)
+	}
+	m.m[k] = d
+	m.mu.Unlock()
+	return d
+}
+
+func first(cs []Cluster) *Cluster {
+	if len(cs) == 0 {
+		return nil
+	}
+	return &cs[0]
+}
+
+// mergeSorted merges two sorted lists.
+func mergeSorted(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]string, 0, len(a)+len(b))
+	out = append(append(out, a...), b...)
+	slices.Sort(out)
+	return out
+}
+
 func names(cs []Cluster) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Name
 	}
-	sort.Strings(out)
+	if !sort.StringsAreSorted(out) { // a Result's clusters are sorted by name already
+		sort.Strings(out)
+	}
 	return out
 }
 
@@ -70,7 +143,32 @@ func minus(a, b []string) []string {
 }
 
 // Hosts returns the sorted service FQDNs the proxy has outbound clusters for.
-func (r *Result) Hosts() []string { return hosts(r.Clusters) }
+func (r *Result) Hosts() []string { return hosts(r.outboundClusters()) }
+
+// outboundClusters are the outbound clusters (and, for a Result built by hand, all of them:
+// hosts and the root-namespace check look at outbound ones only).
+func (r *Result) outboundClusters() []Cluster {
+	if r.outbound != nil || r.Clusters == nil {
+		return r.outbound
+	}
+	return r.Clusters
+}
+
+// merged returns Clusters, merging them first for a Result predicted without.
+func (r *Result) merged() []Cluster {
+	if r.Clusters == nil && (r.outbound != nil || r.rest != nil) {
+		r.Clusters = mergeByName(r.outbound, r.rest)
+	}
+	return r.Clusters
+}
+
+// count is the number of CDS clusters, merged or not.
+func (r *Result) count() int {
+	if r.Clusters == nil {
+		return len(r.outbound) + len(r.rest)
+	}
+	return len(r.Clusters)
+}
 
 // RoutedHosts returns the destination hosts of the VirtualServices (bound to the
 // mesh gateway and visible to the proxy's namespace) whose hosts the proxy has
@@ -119,7 +217,7 @@ func (p *Predictor) HasRootNamespaceHosts(r *Result) bool {
 		if s.ns != p.ix.root {
 			continue
 		}
-		for _, c := range r.Clusters {
+		for _, c := range r.outboundClusters() {
 			if c.Direction == Outbound && c.FQDN == s.host {
 				return true
 			}
@@ -161,10 +259,28 @@ type WorkloadReview struct {
 }
 
 // Review predicts the workload under base and under head and compares them.
-func Review(base, head *Predictor, w WorkloadProxy) WorkloadReview {
-	before := base.Predict(w.Proxy())
-	after := head.Predict(w.Proxy())
-	d := Compare(before, after)
+func Review(base, head *Predictor, w WorkloadProxy) WorkloadReview { return NewReviewer(base, head).Review(w) }
+
+// Reviewer reviews many workloads between the same two predictors. Workloads whose scopes
+// give them the same outbound clusters on each side share the comparison of those, which is
+// most of the work on a mesh-wide change.
+type Reviewer struct {
+	base, head *Predictor
+	memo       outboundMemo
+}
+
+// NewReviewer returns a Reviewer from base to head.
+func NewReviewer(base, head *Predictor) *Reviewer { return &Reviewer{base: base, head: head} }
+
+// Review is Review(base, head, w).
+func (rv *Reviewer) Review(w WorkloadProxy) WorkloadReview { return review(rv.base, rv.head, w, &rv.memo) }
+
+func review(base, head *Predictor, w WorkloadProxy, memo *outboundMemo) WorkloadReview {
+	// Shared outbound lists are compared through the memo, so they need no merged list.
+	merge := memo == nil
+	before := base.predict(w.Proxy(), merge)
+	after := head.predict(w.Proxy(), merge)
+	d := compare(before, after, memo)
 	rv := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: d, Risks: []Risk{}}
 	if !d.Changed() {
 		return rv
