@@ -259,7 +259,9 @@ type WorkloadReview struct {
 }
 
 // Review predicts the workload under base and under head and compares them.
-func Review(base, head *Predictor, w WorkloadProxy) WorkloadReview { return NewReviewer(base, head).Review(w) }
+func Review(base, head *Predictor, w WorkloadProxy) WorkloadReview {
+	return NewReviewer(base, head).Review(w)
+}
 
 // Reviewer reviews many workloads between the same two predictors. Workloads whose scopes
 // give them the same outbound clusters on each side share the comparison of those, which is
@@ -273,7 +275,9 @@ type Reviewer struct {
 func NewReviewer(base, head *Predictor) *Reviewer { return &Reviewer{base: base, head: head} }
 
 // Review is Review(base, head, w).
-func (rv *Reviewer) Review(w WorkloadProxy) WorkloadReview { return review(rv.base, rv.head, w, &rv.memo) }
+func (rv *Reviewer) Review(w WorkloadProxy) WorkloadReview {
+	return review(rv.base, rv.head, w, &rv.memo)
+}
 
 func review(base, head *Predictor, w WorkloadProxy, memo *outboundMemo) WorkloadReview {
 	// Shared outbound lists are compared through the memo, so they need no merged list.
