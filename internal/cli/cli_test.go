@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -117,5 +118,24 @@ func TestHelpAndVersion(t *testing.T) {
 	code, _, errs := run(t, "", "diff", "-h")
 	if code != ExitOK || !strings.Contains(errs, "--domain-suffix S") || !strings.Contains(errs, "- reads stdin") {
 		t.Errorf("diff -h: exit %d, the synopsis lacks --domain-suffix or stdin: %s", code, errs)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var b bytes.Buffer
+	long := time.Now().Add(-3 * time.Second)
+	newProgress(&b, false).done(long, "loaded %d objects", 7)
+	if got := b.String(); !strings.HasPrefix(got, "meshscope: loaded 7 objects in 3") {
+		t.Errorf("a slow step: %q", got)
+	}
+	b.Reset()
+	newProgress(&b, true).done(long, "loaded %d objects", 7)
+	newProgress(&b, false).done(time.Now(), "loaded %d objects", 7)
+	if b.Len() != 0 {
+		t.Errorf("--quiet, or a quick step: %q", b.String())
+	}
+	// A quick command prints nothing but its output.
+	if code, _, errs := run(t, "", "clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "-o", "names"); code != ExitOK || errs != "" {
+		t.Errorf("clusters: exit %d, stderr %q", code, errs)
 	}
 }

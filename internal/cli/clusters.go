@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -29,6 +30,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("o", "table", "output: table, names or json")
 	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
 	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
+	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]")
 		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for stdin.")
@@ -66,7 +68,8 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
 		return code
 	}
-	inv, code := loadInventory(files, stdin, stderr, "")
+	prog := newProgress(stderr, *quiet)
+	inv, code := loadInventory(files, stdin, stderr, "", prog)
 	if code != ExitOK {
 		return code
 	}
@@ -110,7 +113,9 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		proxy.Labels = l
 	}
+	indexStart := time.Now()
 	p, err := predict.New(inv, predict.Options{IstioVersion: *ver, DomainSuffix: *domain})
+	prog.done(indexStart, "indexed the inventory")
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage

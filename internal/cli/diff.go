@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -26,6 +27,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
 	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
 	hostLimit := fs.Int("host-limit", DefaultHostLimit, "most hosts (and, in json, clusters) listed per workload and direction; the counts are always full; 0 lists all")
+	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
 	full := fs.Bool("full", false, "markdown: every changed workload, not the largest changes that fit a pull-request comment")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]")
@@ -62,8 +64,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
 		return code
 	}
+	prog := newProgress(stderr, *quiet)
 	load := func(which, path string) (*predict.Predictor, int) {
-		inv, code := loadInventory([]string{path}, stdin, stderr, which+": ")
+		inv, code := loadInventory([]string{path}, stdin, stderr, which+": ", prog)
 		if code != ExitOK {
 			return nil, code
 		}
@@ -84,6 +87,8 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var changed int
 	var err error
+	reviewStart := time.Now()
+	defer func() { prog.done(reviewStart, "predicted and compared every workload (%d changed)", changed) }()
 	switch *out {
 	case "json":
 		changed, err = writeDiffJSON(stdout, pb, ph, *hostLimit)

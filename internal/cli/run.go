@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -93,10 +94,36 @@ func checkIstioVersion(s string, stderr io.Writer) int {
 	return ExitOK
 }
 
+// progress reports, on stderr, the steps that take longer than after, so that a command over a
+// large mesh is not silent for long; --quiet turns it off.
+type progress struct {
+	w     io.Writer
+	quiet bool
+	after time.Duration
+}
+
+// progressAfter is how long a step runs before the command line reports it.
+const progressAfter = 2 * time.Second
+
+func newProgress(stderr io.Writer, quiet bool) progress {
+	return progress{w: stderr, quiet: quiet, after: progressAfter}
+}
+
+// done reports a step that started at start, when it took long enough: "meshscope: <what> in 3.1s".
+func (p progress) done(start time.Time, format string, a ...any) {
+	d := time.Since(start)
+	if p.quiet || d < p.after {
+		return
+	}
+	fmt.Fprintf(p.w, "meshscope: %s in %s\n", fmt.Sprintf(format, a...), d.Round(100*time.Millisecond))
+}
+
 // loadInventory reads the manifests of paths, refusing an inventory with nothing meshscope reads.
 // prefix goes before the error message ("base: ").
-func loadInventory(paths []string, stdin io.Reader, stderr io.Writer, prefix string) (*mesh.Inventory, int) {
+func loadInventory(paths []string, stdin io.Reader, stderr io.Writer, prefix string, prog progress) (*mesh.Inventory, int) {
+	start := time.Now()
 	inv := mesh.New()
+	defer func() { prog.done(start, "%sloaded %d objects from %s", prefix, inv.ObjectCount(), strings.Join(paths, ", ")) }()
 	if err := inv.LoadPaths(paths, stdin); err != nil {
 		fmt.Fprintf(stderr, "error: %s%v\n", prefix, err)
 		return nil, ExitError

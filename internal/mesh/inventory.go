@@ -156,13 +156,19 @@ func New() *Inventory {
 // HasMeshConfig reports whether an `istio` ConfigMap was loaded.
 func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
 
+// ObjectCount is the number of objects the inventory holds (the mesh ConfigMap counts as one).
+func (inv *Inventory) ObjectCount() int {
+	n := len(inv.Namespaces) + len(inv.Services) + len(inv.Workloads) + len(inv.ServiceEntries) +
+		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars)
+	if inv.meshSet {
+		n++
+	}
+	return n
+}
+
 // Empty reports whether the inventory holds no object of a kind meshscope reads: no manifests,
 // or none of those kinds in them.
-func (inv *Inventory) Empty() bool {
-	return len(inv.Namespaces) == 0 && len(inv.Services) == 0 && len(inv.Workloads) == 0 &&
-		len(inv.ServiceEntries) == 0 && len(inv.DestinationRules) == 0 && len(inv.VirtualServices) == 0 &&
-		len(inv.Sidecars) == 0 && !inv.meshSet
-}
+func (inv *Inventory) Empty() bool { return inv.ObjectCount() == 0 }
 
 // EmptyHint is the sentence an error about a name the inventory lacks adds when the inventory
 // is empty, so that the cause is named rather than the symptom.

@@ -257,8 +257,12 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 
 	inv := mesh.New()
 	for _, src := range append(sources, p.sources...) {
+		start := time.Now()
 		resp.Diagnostics.Append(src.Load(ctx, inv)...)
-		tflog.Debug(ctx, "loaded meshscope inventory source", map[string]any{"source": src.Name()})
+		// Info level: a plan over a large inventory is otherwise silent while it loads.
+		tflog.Info(ctx, "loaded meshscope inventory source", map[string]any{
+			"source": src.Name(), "objects": inv.ObjectCount(), "duration": time.Since(start).Round(time.Millisecond).String(),
+		})
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -287,7 +291,9 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 		}
 	}
 
+	indexStart := time.Now()
 	pr, err := predict.New(inv, data.predictOpts)
+	tflog.Info(ctx, "indexed meshscope inventory for prediction", map[string]any{"duration": time.Since(indexStart).Round(time.Millisecond).String()})
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(
 			path.Root("manifests"),
