@@ -123,7 +123,9 @@ func (p progress) done(start time.Time, format string, a ...any) {
 func loadInventory(paths []string, stdin io.Reader, stderr io.Writer, prefix string, prog progress) (*mesh.Inventory, int) {
 	start := time.Now()
 	inv := mesh.New()
-	defer func() { prog.done(start, "%sloaded %d objects from %s", prefix, inv.ObjectCount(), strings.Join(paths, ", ")) }()
+	defer func() {
+		prog.done(start, "%sloaded %d objects from %s", prefix, inv.ObjectCount(), strings.Join(paths, ", "))
+	}()
 	if err := inv.LoadPaths(paths, stdin); err != nil {
 		fmt.Fprintf(stderr, "error: %s%v\n", prefix, err)
 		return nil, ExitError
