@@ -30,7 +30,7 @@ fi
 cat >"$work/terraformrc" <<RC
 provider_installation {
   dev_overrides {
-    "registry.terraform.io/meshscope/meshscope" = "$(dirname "$bin")"
+    "meshscope/meshscope" = "$(dirname "$bin")"
   }
   direct {}
 }
@@ -63,7 +63,7 @@ run "$work/plan.log" tf plan -input=false -no-color -out="$work/change.tfplan"
 # Keep the plan proper: from the resource changes to the summary line. This
 # drops the dev_overrides warning, which names a temporary directory.
 awk '
-  /^Terraform will perform the following actions:/ { on = 1 }
+  /^(Terraform|OpenTofu) will perform the following actions:/ { on = 1 }
   on { print }
   on && /^Plan: / { exit }
 ' "$work/plan.log" >"$work/plan.excerpt"

@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 cat >"$work/terraformrc" <<RC
 provider_installation {
   dev_overrides {
-    "registry.terraform.io/meshscope/meshscope" = "$(dirname "$bin")"
+    "meshscope/meshscope" = "$(dirname "$bin")"
   }
   direct {}
 }

@@ -8,6 +8,7 @@
 #   testenv.sh down       stop the processes `up` started, by PID, and nothing else
 #   testenv.sh status     exit 0 when all three are running and ready
 #   testenv.sh env        print the settings file tests read (KUBECONFIG, xDS address, ...)
+#   testenv.sh tofu       build the OpenTofu CLI (the provider's second client) once, print its path
 #   testenv.sh kind-up    the same from a kind cluster and `istioctl install`, for machines with
 #   testenv.sh kind-down  Docker (untested on the development machines, which have no Docker)
 #
@@ -74,7 +75,10 @@ ETCD_DIR=$BUILD_DIR/etcd
 APISERVER_DIR=$BUILD_DIR/apiserver
 ISTIOD_DIR=$BUILD_DIR/istiod
 
+TOFU_DIR=$BUILD_DIR/tofu
+
 etcd_bin()      { binary_path etcd "$ETCD_DIR" go.etcd.io/etcd/server/v3; }
+tofu_bin()      { binary_path tofu "$TOFU_DIR" github.com/opentofu/opentofu; }
 apiserver_bin() { binary_path kube-apiserver "$APISERVER_DIR" k8s.io/kubernetes; }
 istiod_bin()    { binary_path pilot-discovery "$ISTIOD_DIR" istio.io/istio; }
 
@@ -121,6 +125,14 @@ cmd_build() {
   go_build pilot-discovery "$ISTIOD_DIR" istio.io/istio/pilot/cmd/pilot-discovery "$(istiod_bin)" \
     "about 10 minutes" \
     "-s -w -X $iv.buildVersion=$(istio_release)-dev -X $iv.buildGitRevision=$rev -X $iv.buildStatus=Clean -X $iv.buildTag=$v -X $iv.buildHub=localhost -X $iv.buildOS=$(go env GOOS) -X $iv.buildArch=$(go env GOARCH)"
+}
+
+# cmd_tofu: OpenTofu through its wrapper module (OpenTofu's go.mod replaces hcl/v2, which `go
+# install` refuses), cached like the control plane's binaries.
+cmd_tofu() {
+  go_build tofu "$TOFU_DIR" github.com/opentofu/opentofu/cmd/tofu "$(tofu_bin)" "about 12 minutes" \
+    "-s -w -X github.com/opentofu/opentofu/version.dev=no"
+  echo "$(tofu_bin)"
 }
 
 # istio_module_dir: the istio module's source in the module cache (for the CRDs and VERSION).
@@ -473,10 +485,11 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
+tofu) cmd_tofu ;;
 kind-up) cmd_kind_up ;;
 kind-down) cmd_kind_down ;;
 *)
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac
