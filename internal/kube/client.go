@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -43,7 +44,13 @@ type Config struct {
 
 	FieldManager   string
 	ForceConflicts bool
+	// RequestTimeout bounds each request to the API server; 0 is DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout bounds each request to the API server when Config sets none. client-go
+// sets none, so an API server that accepts a connection and never answers would hang the plan.
+const DefaultRequestTimeout = 60 * time.Second
 
 // Client builds its Kubernetes clients lazily, once.
 type Client struct {
@@ -72,6 +79,10 @@ func (c *Client) init() error {
 			return
 		}
 		c.rc.UserAgent = "meshscope"
+		c.rc.Timeout = c.cfg.RequestTimeout
+		if c.rc.Timeout == 0 {
+			c.rc.Timeout = DefaultRequestTimeout
+		}
 		c.dyn, c.err = dynamic.NewForConfig(c.rc)
 	})
 	return c.err

@@ -3,7 +3,9 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +67,14 @@ func classify(err error, verb string, gvr schema.GroupVersionResource, ns, objec
 	if err == nil {
 		return nil
 	}
+	var ne net.Error
 	switch {
+	case errors.As(err, &ne) && ne.Timeout(), strings.Contains(err.Error(), "Client.Timeout exceeded"):
+		req := verb + " " + gvr.Resource
+		if ns != "" {
+			req += " in namespace " + ns
+		}
+		return &TimeoutError{Request: req, Err: err}
 	case apierrors.IsForbidden(err):
 		return &PermissionError{Verb: verb, Resource: gvr, Namespace: ns, Err: err}
 	case apierrors.IsConflict(err):
@@ -151,3 +160,27 @@ func quotedOrNone(names []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// TimeoutError is a request the API server did not answer in time: it accepted the connection,
+// then stayed silent, or answered too slowly.
+type TimeoutError struct {
+	Request string        // "list pods", "patch sidecars in namespace foo"
+	After   time.Duration // the request timeout, when known
+	Err     error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the API server did not answer %s within %s: %v", e.Request, e.After, e.Err)
+}
+
+// classify is the package's classify, with the request timeout filled in.
+func (c *Client) classify(err error, verb string, gvr schema.GroupVersionResource, ns, object string) error {
+	err = classify(err, verb, gvr, ns, object)
+	var te *TimeoutError
+	if errors.As(err, &te) && c.rc != nil {
+		te.After = c.rc.Timeout
+	}
+	return err
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }

@@ -65,7 +65,7 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 			if apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io" {
 				return &MissingCRDError{Resource: k.gvr, Err: err}
 			}
-			return classify(err, "list", k.gvr, "", "")
+			return c.classify(err, "list", k.gvr, "", "")
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
@@ -93,7 +93,7 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 	case apierrors.IsNotFound(err):
 		// No mesh config: Istio's defaults apply.
 	case err != nil:
-		return classify(err, "get", ConfigMapGVR, rootNamespace, "")
+		return c.classify(err, "get", ConfigMapGVR, rootNamespace, "")
 	default:
 		cm.SetManagedFields(nil)
 		js, err := json.Marshal(cm.Object)

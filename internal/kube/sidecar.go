@@ -54,7 +54,7 @@ func (c *Client) ApplySidecar(ctx context.Context, manifest string) error {
 	force := c.cfg.ForceConflicts
 	_, err = c.dyn.Resource(SidecarGVR).Namespace(ns).Patch(ctx, name, types.ApplyPatchType, js,
 		metav1.PatchOptions{FieldManager: c.cfg.FieldManager, Force: &force})
-	return classify(err, "patch", SidecarGVR, ns, "Sidecar "+ns+"/"+name)
+	return c.classify(err, "patch", SidecarGVR, ns, "Sidecar "+ns+"/"+name)
 }
 
 // ReadSidecar reads a Sidecar back. It returns (nil, nil) when it does not exist.
@@ -70,7 +70,7 @@ func (c *Client) ReadSidecar(ctx context.Context, ns, name string) (*Observed, e
 		return nil, nil
 	}
 	if err != nil {
-		return nil, classify(err, "get", SidecarGVR, ns, "Sidecar "+ns+"/"+name)
+		return nil, c.classify(err, "get", SidecarGVR, ns, "Sidecar "+ns+"/"+name)
 	}
 	return c.observe(obj)
 }
@@ -144,7 +144,7 @@ func (c *Client) DeleteSidecar(ctx context.Context, ns, name string) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return classify(err, "delete", SidecarGVR, ns, "Sidecar "+ns+"/"+name)
+	return c.classify(err, "delete", SidecarGVR, ns, "Sidecar "+ns+"/"+name)
 }
 
 // SidecarSpecJSON returns the spec of a Sidecar YAML as JSON, for the compiler's parser.

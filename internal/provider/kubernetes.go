@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -39,6 +40,7 @@ type kubernetesModel struct {
 	Exec                 *execModel   `tfsdk:"exec"`
 	FieldManager         types.String `tfsdk:"field_manager"`
 	ForceConflicts       types.Bool   `tfsdk:"force_conflicts"`
+	RequestTimeout       types.String `tfsdk:"request_timeout"`
 }
 
 type execModel struct {
@@ -78,6 +80,10 @@ func kubernetesBlockSchema() schema.Block {
 				MarkdownDescription: "The server-side apply field manager. Default `meshscope`."},
 			"force_conflicts": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Take over fields that another field manager owns. Default `false`: a conflict is an error naming the other manager."},
+			"request_timeout": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "How long one request to the API server may take, as a Go duration. Default `" +
+					kube.DefaultRequestTimeout.String() + "`. An API server that accepts the connection but does not answer " +
+					"fails the plan or apply after this long, with an error naming it, instead of hanging."},
 		},
 		Blocks: map[string]schema.Block{
 			"exec": schema.SingleNestedBlock{
@@ -100,7 +106,7 @@ func (m *kubernetesModel) set() bool {
 		return false
 	}
 	vals := []interface{ IsNull() bool }{m.ConfigPath, m.ConfigPaths, m.ConfigContext, m.Host, m.Token,
-		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts}
+		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts, m.RequestTimeout}
 	for _, v := range vals {
 		if !v.IsNull() {
 			return true
@@ -115,7 +121,7 @@ func (m *kubernetesModel) known() bool {
 		return true
 	}
 	vals := []interface{ IsUnknown() bool }{m.ConfigPath, m.ConfigPaths, m.ConfigContext, m.Host, m.Token,
-		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts}
+		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts, m.RequestTimeout}
 	if m.Exec != nil {
 		vals = append(vals, m.Exec.APIVersion, m.Exec.Command, m.Exec.Args, m.Exec.Env)
 	}
@@ -139,6 +145,14 @@ func (m *kubernetesModel) config(ctx context.Context) (kube.Config, diag.Diagnos
 		Insecure:             m.Insecure.ValueBool(),
 		FieldManager:         m.FieldManager.ValueString(),
 		ForceConflicts:       m.ForceConflicts.ValueBool(),
+	}
+	if !m.RequestTimeout.IsNull() {
+		d, err := time.ParseDuration(m.RequestTimeout.ValueString())
+		if err != nil || d <= 0 {
+			diags.AddAttributeError(path.Root("kubernetes").AtName("request_timeout"), "Invalid Request Timeout",
+				fmt.Sprintf("The value %q is not a positive duration. Use a Go duration such as \"30s\" or \"2m\".", m.RequestTimeout.ValueString()))
+		}
+		cfg.RequestTimeout = d
 	}
 	if !m.ConfigPath.IsNull() {
 		cfg.ConfigPaths = []string{m.ConfigPath.ValueString()}
@@ -199,7 +213,10 @@ func clusterErrorSummary(err error) string {
 	var me *kube.MissingCRDError
 	var ce *kube.ConflictError
 	var ke *kube.ConfigError
+	var te *kube.TimeoutError
 	switch {
+	case errors.As(err, &te):
+		return "Cluster Not Answering"
 	case errors.As(err, &ke):
 		switch ke.Problem {
 		case kube.ConfigFileMissing:
@@ -224,7 +241,12 @@ func clusterErrorAdvice(err error) string {
 	var me *kube.MissingCRDError
 	var ce *kube.ConflictError
 	var ke *kube.ConfigError
+	var te *kube.TimeoutError
 	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("The API server accepted the connection but did not answer %s within %s. Check its health and "+
+			"the network path to it (a proxy or load balancer that holds connections open), or raise "+
+			"kubernetes.request_timeout for a cluster whose lists are slow.", te.Request, te.After)
 	case errors.As(err, &ke):
 		switch ke.Problem {
 		case kube.ConfigFileMissing:

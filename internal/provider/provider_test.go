@@ -3,11 +3,13 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -213,5 +215,60 @@ func TestProvider_kubeconfigProblems(t *testing.T) {
 				t.Errorf("no error %q on %s; the provider returned:\n%s", tc.summary, tc.path, formatDiags(rec.errors()))
 			}
 		})
+	}
+}
+
+// TestProvider_clusterNotAnswering: an API server that accepts the connection and never answers
+// fails the plan after kubernetes.request_timeout, with an error naming the request, instead of
+// hanging.
+func TestProvider_clusterNotAnswering(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	rec := &diagRecorder{}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: recordingFactories(rec),
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+provider "meshscope" {
+  kubernetes {
+    host            = "https://%s"
+    token           = "not-a-real-token"
+    insecure        = true
+    request_timeout = "2s"
+  }
+}
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  labels    = { app = "x" }
+}
+`, l.Addr()),
+			ExpectError: regexp.MustCompile(`(?s)Cluster Not Answering.*did\s+not\s+answer\s+list\s+namespaces\s+within\s+2s`),
+		}},
+	})
+	if !rec.hasError("Cluster Not Answering", "kubernetes") {
+		t.Errorf("no Cluster Not Answering error on kubernetes; the provider returned:\n%s", formatDiags(rec.errors()))
 	}
 }
