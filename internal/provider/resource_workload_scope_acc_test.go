@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
@@ -595,6 +596,84 @@ provider "meshscope" {
 			{
 				Config:      unreachable + data,
 				ExpectError: regexp.MustCompile(`(?s)Cluster Unreachable.*127\.0\.0\.1:1`),
+			},
+		},
+	})
+}
+
+// TestAccWorkloadScope_conflictMidApply: one of three scopes of an apply meets a field manager
+// conflict. The other two are applied and in the state; the third is neither half-written nor
+// in the state, and the foreign Sidecar keeps its fields. The next plan creates only the third,
+// and with force_conflicts it converges.
+func TestAccWorkloadScope_conflictMidApply(t *testing.T) {
+	c := testenv.Connect(t)
+	token := leastPrivilegeToken(t, c)
+	ns := webNamespace(t, c, "mid")
+	scopes := ""
+	for _, app := range []string{"a", "b", "c"} {
+		scopes += fmt.Sprintf(`
+resource "meshscope_workload_scope" "%[1]s" {
+  namespace         = %[2]q
+  name              = "scope-%[1]s"
+  workload_selector = { app = %[1]q }
+  dependencies      = [{ service = "kubernetes.default", ports = [443] }]
+}
+`, app, ns)
+	}
+	// Another manager owns scope-c's egress with other values.
+	foreign := func() {
+		obj := map[string]any{
+			"apiVersion": "networking.istio.io/v1", "kind": "Sidecar",
+			"metadata": map[string]any{"name": "scope-c", "namespace": ns},
+			"spec":     map[string]any{"workloadSelector": map[string]any{"labels": map[string]any{"app": "c"}}, "egress": []any{map[string]any{"hosts": []any{"*/*"}}}},
+		}
+		if _, err := c.Dynamic.Resource(kube.SidecarGVR).Namespace(ns).Apply(context.Background(), "scope-c",
+			&unstructured.Unstructured{Object: obj}, metav1.ApplyOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatalf("foreign Sidecar: %v", err)
+		}
+	}
+	foreignIntact := func() error {
+		obj, err := c.Dynamic.Resource(kube.SidecarGVR).Namespace(ns).Get(context.Background(), "scope-c", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		hosts, _, _ := unstructured.NestedSlice(obj.Object, "spec", "egress")
+		if len(hosts) != 1 || fmt.Sprint(hosts[0]) != "map[hosts:[*/*]]" {
+			return fmt.Errorf("the conflicting apply changed the foreign Sidecar's egress: %v", hosts)
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig:   foreign,
+				Config:      liveProvider(t, c, token, false) + scopes,
+				ExpectError: regexp.MustCompile(`(?s)Field Manager Conflict.*"kubectl-edit"`),
+			},
+			{
+				// The state holds a and b, as the cluster does; c is still to create, and the foreign object is intact.
+				PreConfig: func() {
+					if err := foreignIntact(); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: liveProvider(t, c, token, true) + scopes,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("meshscope_workload_scope.a", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("meshscope_workload_scope.b", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("meshscope_workload_scope.c", plancheck.ResourceActionCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					sidecarInCluster(c, ns, "scope-a", func(map[string]any) error { return nil }),
+					sidecarInCluster(c, ns, "scope-b", func(map[string]any) error { return nil }),
+					sidecarInCluster(c, ns, "scope-c", func(obj map[string]any) error {
+						if p := egressPorts(obj); len(p) != 1 || p[0] != 443 {
+							return fmt.Errorf("scope-c egress ports = %v after force, want [443]", p)
+						}
+						return nil
+					}),
+				),
 			},
 		},
 	})
