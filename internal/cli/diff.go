@@ -182,6 +182,8 @@ func collectDiff(base, head *predict.Predictor, limit int) ([]DiffRow, error) {
 // writeDiffJSON streams the -o json document, a row at a time, so that its memory does not
 // grow with the mesh. It returns the number of changed workloads.
 func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int) (int, error) {
+	// A bufio.Writer keeps its first error and returns it from Flush, so the writes below need
+	// no checks of their own.
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\n  \"schema_version\": %d,\n  \"changes\": [", JSONSchemaVersion)
 	n := 0
@@ -190,21 +192,23 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int) (int, 
 		if err != nil {
 			return err
 		}
+		sep := "\n    "
 		if n > 0 {
-			bw.WriteString(",")
+			sep = ",\n    "
 		}
-		bw.WriteString("\n    ")
-		bw.Write(b)
+		_, _ = bw.WriteString(sep)
+		_, _ = bw.Write(b)
 		n++
 		return nil
 	})
 	if err != nil {
 		return n, err
 	}
+	end := "]\n}\n"
 	if n > 0 {
-		bw.WriteString("\n  ")
+		end = "\n  ]\n}\n"
 	}
-	bw.WriteString("]\n}\n")
+	_, _ = bw.WriteString(end)
 	return n, bw.Flush()
 }
 

@@ -160,19 +160,16 @@ func checkKubeconfig(rules *clientcmd.ClientConfigLoadingRules, context string) 
 	if context == "" {
 		return nil
 	}
-	merged, err := rules.Load()
-	if err != nil {
-		return nil // clientcmd reports it, with its own words
+	// A load error is clientcmd's to report, in its own words, when it builds the client.
+	if merged, loadErr := rules.Load(); loadErr == nil && merged.Contexts[context] == nil {
+		contexts := make([]string, 0, len(merged.Contexts))
+		for name := range merged.Contexts {
+			contexts = append(contexts, name)
+		}
+		sort.Strings(contexts)
+		return &ConfigError{Problem: ConfigContextUnknown, Context: context, Contexts: contexts}
 	}
-	if _, ok := merged.Contexts[context]; ok {
-		return nil
-	}
-	contexts := make([]string, 0, len(merged.Contexts))
-	for name := range merged.Contexts {
-		contexts = append(contexts, name)
-	}
-	sort.Strings(contexts)
-	return &ConfigError{Problem: ConfigContextUnknown, Context: context, Contexts: contexts}
+	return nil
 }
 
 // Host returns the API server URL the client talks to (no credentials).
