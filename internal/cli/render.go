@@ -6,12 +6,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/gitops"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
-const renderUsage = `Usage: terraform-provider-meshscope render -f PATH [-f PATH ...] --out DIR [--env NAME ...] [--settings FILE] [--check]
+const renderUsage = `Usage: terraform-provider-meshscope render -f PATH [-f PATH ...] --out DIR [--env NAME ...] [--settings FILE] [--check] [--quiet]
 
 Writes the Sidecars of the manifests as a kustomize base with one overlay per
 environment (and Argo CD Applications when the settings have argocd), exactly
@@ -37,6 +38,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory to write the layout into")
 	settingsFile := fs.String("settings", "", "YAML or JSON file with environments and argocd settings")
 	check := fs.Bool("check", false, "write nothing; exit 3 when DIR is not what render would write")
+	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, renderUsage+"\nFlags:\n")
 		fs.PrintDefaults()
@@ -81,11 +83,15 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 
+	prog := newProgress(stderr, *quiet)
+	start := time.Now()
 	sidecars, err := readSidecars(files, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitError
 	}
+	prog.done(start, "read %d Sidecars", len(sidecars))
+	start = time.Now()
 	layout, problems := gitops.BuildSidecars(sidecars, settings)
 	if len(problems) > 0 {
 		for _, p := range problems {
@@ -93,6 +99,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return ExitError
 	}
+	prog.done(start, "laid out %d files", len(layout.Files))
 
 	if *check {
 		changes, err := gitops.Diff(*out, layout.Files, nil)
