@@ -50,6 +50,10 @@ metadata: {name: meshscope-%[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: meshscope}
 subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[1]s}]
 `, ns))
+	// The grant counts once the authorizer has seen the binding.
+	user := "system:serviceaccount:" + ns + ":meshscope"
+	c.WaitAllowed(t, user, "list", "", "namespaces", "")
+	c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", "")
 	exp := int64(3600)
 	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "meshscope",
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
@@ -673,6 +677,98 @@ resource "meshscope_workload_scope" "%[1]s" {
 						}
 						return nil
 					}),
+				),
+			},
+		},
+	})
+}
+
+// TestAccWorkloadScope_forbiddenMidApply: the identity may write Sidecars in one namespace and
+// not in the other. The apply fails on the second with the verb and resource to grant; the first
+// is applied and in the state; once the grant exists, the next plan creates only the second.
+func TestAccWorkloadScope_forbiddenMidApply(t *testing.T) {
+	c := testenv.Connect(t)
+	allowed, denied := webNamespace(t, c, "grant"), webNamespace(t, c, "deny")
+	sa := c.UniqueNamespace(t, "meshscope-sa", nil)
+	id := testenv.RandomSuffix(6)
+	// The README's ClusterRole without Sidecar writes, plus writes in the allowed namespace only.
+	role, err := os.ReadFile(filepath.Join("..", "..", "examples", "rbac", "clusterrole.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOnly := strings.Replace(strings.Replace(string(role), "name: meshscope\n", "name: meshscope-read-"+id+"\n", 1),
+		"verbs: [get, list, create, patch, delete]", "verbs: [get, list]", 1)
+	c.ApplyYAML(t, readOnly)
+	writer := func(ns string) string {
+		return fmt.Sprintf(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sidecar-writer, namespace: %[1]s}
+rules: [{apiGroups: [networking.istio.io], resources: [sidecars], verbs: [get, create, patch, delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: meshscope-writer, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sidecar-writer}
+subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[2]s}]
+`, ns, sa)
+	}
+	c.ApplyYAML(t, fmt.Sprintf(`
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: meshscope, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: meshscope-read-%[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: meshscope-read-%[2]s}
+subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[1]s}]
+`, sa, id)+"---\n"+writer(allowed))
+	user := "system:serviceaccount:" + sa + ":meshscope"
+	c.WaitAllowed(t, user, "list", "", "namespaces", "")
+	c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", allowed)
+	exp := int64(3600)
+	tr, err := c.Kube.CoreV1().ServiceAccounts(sa).CreateToken(context.Background(), "meshscope",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := fmt.Sprintf(`
+resource "meshscope_workload_scope" "allowed" {
+  namespace         = %q
+  workload_selector = { app = "web" }
+  dependencies      = [{ service = "kubernetes.default", ports = [443] }]
+}
+resource "meshscope_workload_scope" "denied" {
+  namespace         = %q
+  workload_selector = { app = "web" }
+  dependencies      = [{ service = "kubernetes.default", ports = [443] }]
+}
+`, allowed, denied)
+	cfg := liveProvider(t, c, tr.Status.Token, false) + scopes
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg,
+				ExpectError: regexp.MustCompile(`(?s)Permission Denied.*Grant\s+the\s+provider's\s+identity\s+verb\s+"patch"\s+on\s+"sidecars"`),
+			},
+			{
+				PreConfig: func() {
+					if _, err := c.Dynamic.Resource(kube.SidecarGVR).Namespace(denied).Get(context.Background(), "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						t.Fatalf("the refused Sidecar exists in %s (err %v)", denied, err)
+					}
+					c.ApplyYAML(t, writer(denied))
+					c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", denied)
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("meshscope_workload_scope.allowed", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("meshscope_workload_scope.denied", plancheck.ResourceActionCreate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					sidecarInCluster(c, allowed, "web", func(map[string]any) error { return nil }),
+					sidecarInCluster(c, denied, "web", func(map[string]any) error { return nil }),
 				),
 			},
 		},

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -522,3 +523,30 @@ func contains(list []string, s string) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// WaitAllowed waits until the API server's authorizer lets user do verb on resource (of group,
+// in namespace ns; "" for cluster-wide), as a SubjectAccessReview answers it. The RBAC
+// authorizer reads roles and bindings through informers, so a grant just written can take a
+// moment to count; a test that writes one waits here rather than racing it or sleeping.
+func (c *Cluster) WaitAllowed(t testing.TB, user, verb, group, resource, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), PushTimeout)
+	defer cancel()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: verb, Group: group, Resource: resource,
+		},
+	}}
+	for {
+		res, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err == nil && res.Status.Allowed {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s is still not allowed to %s %s.%s in %q after %s (last answer: %+v, %v)", user, verb, resource, group, ns, PushTimeout, res, err)
+		case <-time.After(pollInterval):
+		}
+	}
+}
