@@ -54,11 +54,17 @@ subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[1]s}]
 	user := "system:serviceaccount:" + ns + ":meshscope"
 	c.WaitAllowed(t, user, "list", "", "namespaces", "")
 	c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", "")
+	return serviceAccountToken(t, c, ns, "meshscope")
+}
+
+// serviceAccountToken returns an hour-long token for service account ns/name.
+func serviceAccountToken(t *testing.T, c *testenv.Cluster, ns, name string) string {
+	t.Helper()
 	exp := int64(3600)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "meshscope",
+	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("token for the least-privilege service account: %v", err)
+		t.Fatalf("token for service account %s/%s: %v", ns, name, err)
 	}
 	return tr.Status.Token
 }
@@ -574,12 +580,7 @@ func TestAccProvider_clusterErrors(t *testing.T) {
 	c := testenv.Connect(t)
 	ns := c.UniqueNamespace(t, "norbac", nil)
 	c.ApplyYAML(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n", testenv.InNamespace(ns))
-	exp := int64(600)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "nobody",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := serviceAccountToken(t, c, ns, "nobody")
 	data := fmt.Sprintf("data \"meshscope_proxy_clusters\" \"x\" {\n  namespace = %q\n  labels    = { app = \"x\" }\n}\n", ns)
 	unreachable := `
 provider "meshscope" {
@@ -594,7 +595,7 @@ provider "meshscope" {
 		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      liveProvider(t, c, tr.Status.Token, false) + data,
+				Config:      liveProvider(t, c, token, false) + data,
 				ExpectError: regexp.MustCompile(`(?s)Permission Denied.*Grant\s+the\s+provider's\s+identity\s+verb\s+"list"\s+on\s+"namespaces"`),
 			},
 			{
@@ -727,12 +728,7 @@ subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[1]s}]
 	user := "system:serviceaccount:" + sa + ":meshscope"
 	c.WaitAllowed(t, user, "list", "", "namespaces", "")
 	c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", allowed)
-	exp := int64(3600)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(sa).CreateToken(context.Background(), "meshscope",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := serviceAccountToken(t, c, sa, "meshscope")
 	scopes := fmt.Sprintf(`
 resource "meshscope_workload_scope" "allowed" {
   namespace         = %q
@@ -745,7 +741,7 @@ resource "meshscope_workload_scope" "denied" {
   dependencies      = [{ service = "kubernetes.default", ports = [443] }]
 }
 `, allowed, denied)
-	cfg := liveProvider(t, c, tr.Status.Token, false) + scopes
+	cfg := liveProvider(t, c, token, false) + scopes
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
