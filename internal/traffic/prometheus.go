@@ -1,0 +1,208 @@
+package traffic
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// DefaultTimeout bounds one evaluation against a live Prometheus.
+const DefaultTimeout = 30 * time.Second
+
+// Prometheus says how to reach a Prometheus server.
+type Prometheus struct {
+	// URL is the server's base URL, as in a browser: "http://prometheus.istio-system:9090".
+	URL string
+	// Window is how far back to look, a Prometheus duration; DefaultWindow when empty.
+	Window string
+	// BearerToken is sent as "Authorization: Bearer ..." when set.
+	BearerToken string
+	// Headers are sent with every request (a tenant header, say).
+	Headers map[string]string
+	// CACertificate is a PEM bundle to trust besides the system's roots.
+	CACertificate string
+	// Insecure skips the verification of the server's certificate.
+	Insecure bool
+	// Timeout bounds the evaluation; DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// FaultKind says what went wrong when reading evidence, so the caller can name the setting at fault.
+type FaultKind int
+
+// The kinds of fault.
+const (
+	// FaultConfig: the settings themselves are wrong (a URL that does not parse, a CA that is not PEM).
+	FaultConfig FaultKind = iota
+	// FaultUnreachable: nothing answered at the URL (refused, no route, DNS).
+	FaultUnreachable
+	// FaultTimeout: the server did not answer within the timeout.
+	FaultTimeout
+	// FaultUnauthorized: the server answered 401 or 403.
+	FaultUnauthorized
+	// FaultTLS: the server's certificate was not trusted, or TLS failed otherwise.
+	FaultTLS
+	// FaultQuery: the server answered, but not with a usable answer to the query.
+	FaultQuery
+	// FaultFile: a snapshot file could not be read or parsed.
+	FaultFile
+)
+
+// Fault is an error reading evidence, with its kind.
+type Fault struct {
+	Kind FaultKind
+	// Where is the URL or file.
+	Where string
+	// Status is the HTTP status when the server answered with an error.
+	Status int
+	Err    error
+}
+
+func (f *Fault) Error() string { return f.Err.Error() }
+func (f *Fault) Unwrap() error { return f.Err }
+
+// Fetch evaluates Query against a live Prometheus at the instant now. The answer is a
+// snapshot; resolve it against an inventory with Resolve.
+func Fetch(ctx context.Context, cfg Prometheus, now time.Time) (*Snapshot, error) {
+	window := cfg.Window
+	if window == "" {
+		window = DefaultWindow
+	}
+	if _, err := ParseWindow(window); err != nil {
+		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL, Err: err}
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	rt, err := roundTripper(cfg)
+	if err != nil {
+		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL, Err: err}
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL,
+			Err: fmt.Errorf("%q is not an http(s) URL of a Prometheus server, such as \"http://prometheus.istio-system:9090\"", cfg.URL)}
+	}
+	client, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
+	if err != nil {
+		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	val, _, _, err := promv1.NewAPI(client).Query(ctx, Query(window), now, promv1.WithTimeout(timeout))
+	if err != nil {
+		return nil, classify(cfg.URL, timeout, rt.lastStatus(), err)
+	}
+	vec, ok := val.(model.Vector)
+	if !ok {
+		return nil, &Fault{Kind: FaultQuery, Where: cfg.URL,
+			Err: fmt.Errorf("Prometheus at %s answered the query with a %s, not an instant vector", cfg.URL, val.Type())}
+	}
+	snap := &Snapshot{Source: cfg.URL, Window: window, Series: make([]Series, 0, len(vec))}
+	for i, s := range vec {
+		sr, err := seriesFromSample(s, fmt.Sprintf("series %d of the answer", i))
+		if err != nil {
+			return nil, &Fault{Kind: FaultQuery, Where: cfg.URL, Err: err}
+		}
+		snap.Series = append(snap.Series, sr)
+	}
+	return snap, nil
+}
+
+// classify turns a client error into a Fault that says which setting is at fault.
+func classify(where string, timeout time.Duration, status int, err error) *Fault {
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		invalid          x509.CertificateInvalidError
+		tlsRecord        tls.RecordHeaderError
+		verify           *tls.CertificateVerificationError
+		opErr            *net.OpError
+		dnsErr           *net.DNSError
+		apiErr           *promv1.Error
+	)
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return &Fault{Kind: FaultUnauthorized, Where: where, Status: status,
+			Err: fmt.Errorf("Prometheus at %s refused the query with HTTP %d %s", where, status, http.StatusText(status))}
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid),
+		errors.As(err, &tlsRecord), errors.As(err, &verify):
+		return &Fault{Kind: FaultTLS, Where: where, Err: fmt.Errorf("TLS with %s failed: %w", where, err)}
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &apiErr) && apiErr.Type == promv1.ErrTimeout):
+		return &Fault{Kind: FaultTimeout, Where: where,
+			Err: fmt.Errorf("Prometheus at %s did not answer within %s: %w", where, timeout, err)}
+	case errors.As(err, &dnsErr), errors.As(err, &opErr):
+		return &Fault{Kind: FaultUnreachable, Where: where, Err: fmt.Errorf("cannot reach Prometheus at %s: %w", where, err)}
+	case status != 0:
+		return &Fault{Kind: FaultQuery, Where: where, Status: status,
+			Err: fmt.Errorf("Prometheus at %s answered HTTP %d: %w", where, status, err)}
+	}
+	return &Fault{Kind: FaultUnreachable, Where: where, Err: fmt.Errorf("cannot query Prometheus at %s: %w", where, err)}
+}
+
+// transport adds the configured headers and token, and records the last HTTP status.
+type transport struct {
+	next    http.RoundTripper
+	headers map[string]string
+	token   string
+
+	mu     sync.Mutex
+	status int
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	resp, err := t.next.RoundTrip(req)
+	if resp != nil {
+		t.mu.Lock()
+		t.status = resp.StatusCode
+		t.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (t *transport) lastStatus() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status/100 == 2 {
+		return 0
+	}
+	return t.status
+}
+
+func roundTripper(cfg Prometheus) (*transport, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // the user's choice, documented
+	if strings.TrimSpace(cfg.CACertificate) != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM([]byte(cfg.CACertificate)) {
+			return nil, errors.New("ca_certificate holds no PEM certificate (it must begin with -----BEGIN CERTIFICATE-----)")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = tlsCfg
+	base.Proxy = http.ProxyFromEnvironment
+	return &transport{next: base, headers: cfg.Headers, token: cfg.BearerToken}, nil
+}

@@ -1,0 +1,392 @@
+package traffic
+
+import (
+	"cmp"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+)
+
+// Class says what the destination of a call is.
+type Class string
+
+// The classes of destination.
+const (
+	// ClassService is a Kubernetes Service of the inventory.
+	ClassService Class = "service"
+	// ClassServiceEntry is a host of a ServiceEntry of the inventory.
+	ClassServiceEntry Class = "service_entry"
+	// ClassPassthrough is a host outside the registry that the client reached through
+	// PassthroughCluster (ALLOW_ANY): no mTLS, no routing, no per-service telemetry.
+	ClassPassthrough Class = "passthrough"
+	// ClassBlackHole is a call the client's proxy dropped into BlackHoleCluster (REGISTRY_ONLY).
+	ClassBlackHole Class = "blackhole"
+	// ClassUnknown is a service cluster for a host the inventory does not hold: the
+	// inventory is likely incomplete.
+	ClassUnknown Class = "unknown"
+)
+
+// Call is what one workload called over the window: one destination host and port.
+type Call struct {
+	// Namespace and Workload name the calling workload as Istio does: the controller's name
+	// (Deployment, StatefulSet, ...) or a bare Pod's own.
+	Namespace, Workload string
+	// Host is the destination: a Service FQDN or ServiceEntry host of the inventory, else the
+	// host Istio recorded (the Host header of a passthrough call), or "" when Istio could not
+	// tell (a TCP passthrough connection).
+	Host string
+	// Port is the service port when the metrics carry destination_port, else 0.
+	Port int
+	// Protocol is http, grpc or tcp (http and grpc joined as "grpc,http" when both were seen).
+	Protocol string
+	Class    Class
+	// Passthrough says the client's proxy sent these calls through PassthroughCluster
+	// today, so they bypass mTLS, routing and telemetry, even when Host is in the registry.
+	Passthrough bool
+	// Count is the number of requests (HTTP, gRPC) or of connections opened (TCP) over the window.
+	Count float64
+	// TCP says Count counts connections, not requests.
+	TCP bool
+	// Service is "name.namespace" for a Kubernetes Service.
+	Service string
+}
+
+// Unit is what Count counts.
+func (c Call) Unit() string {
+	if c.TCP {
+		return "connections"
+	}
+	return "requests"
+}
+
+// Dependency is the form a workload scope's dependency takes for this destination:
+// "name.namespace" for a Kubernetes Service, the host for a ServiceEntry; "" otherwise.
+func (c Call) Dependency() string {
+	switch c.Class {
+	case ClassService:
+		return c.Service
+	case ClassServiceEntry:
+		return c.Host
+	}
+	return ""
+}
+
+// InRegistry says the destination is a service of the inventory.
+func (c Call) InRegistry() bool { return c.Class == ClassService || c.Class == ClassServiceEntry }
+
+// UnknownWorkload is a calling workload that the inventory does not hold.
+type UnknownWorkload struct {
+	Namespace, Workload string
+	Count               float64
+	Series              int
+}
+
+// Evidence is a snapshot resolved against an inventory: the calls of every workload.
+type Evidence struct {
+	// Source and Window are the snapshot's.
+	Source, Window string
+	// Series is the number of Istio series read, 0 when Prometheus held none in the window.
+	Series int
+	// UnknownWorkloads are the callers the inventory does not hold, sorted.
+	UnknownWorkloads []UnknownWorkload
+	// Unattributed counts series whose caller Istio could not name (source_workload="unknown":
+	// a client without a sidecar or outside the mesh).
+	Unattributed int
+
+	calls map[string][]Call
+	keys  []string
+}
+
+// Calls returns the calls of the workload named like Istio's source_workload, sorted by host,
+// port and unit. The slice must not be changed.
+func (e *Evidence) Calls(namespace, workload string) []Call {
+	if e == nil {
+		return nil
+	}
+	return e.calls[namespace+"/"+workload]
+}
+
+// Workloads returns "namespace/name" of every calling workload of the inventory, sorted.
+func (e *Evidence) Workloads() []string { return e.keys }
+
+// Empty says Prometheus held no Istio series in the window: no evidence, which is not the
+// same as no traffic.
+func (e *Evidence) Empty() bool { return e.Series == 0 }
+
+// registry finds the inventory host of a destination.
+type registry struct {
+	domain   string
+	services map[string]*mesh.Service // by FQDN
+	entries  map[string]bool          // exact ServiceEntry hosts
+	wildcard []string                 // "*.example.com" ServiceEntry hosts, most specific first
+}
+
+func newRegistry(inv *mesh.Inventory, domain string) *registry {
+	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)), entries: map[string]bool{}}
+	for _, s := range inv.Services {
+		r.services[s.Name+"."+s.Namespace+".svc."+domain] = s
+	}
+	for _, se := range inv.ServiceEntries {
+		for _, h := range se.Spec.GetHosts() {
+			if strings.HasPrefix(h, "*") {
+				r.wildcard = append(r.wildcard, h)
+			} else {
+				r.entries[h] = true
+			}
+		}
+	}
+	slices.SortFunc(r.wildcard, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	r.wildcard = slices.Compact(r.wildcard)
+	return r
+}
+
+// lookup finds a host of the registry, exactly as Istio names it in destination_service.
+func (r *registry) lookup(host string) (string, Class, *mesh.Service) {
+	if s, ok := r.services[host]; ok {
+		return host, ClassService, s
+	}
+	if r.entries[host] {
+		return host, ClassServiceEntry, nil
+	}
+	for _, w := range r.wildcard {
+		if strings.HasSuffix(host, w[1:]) {
+			return w, ClassServiceEntry, nil
+		}
+	}
+	return host, ClassUnknown, nil
+}
+
+// resolveName finds the registry host a client meant by a Host header: "name", "name.ns",
+// "name.ns.svc", the FQDN or a ServiceEntry host, with or without ":port".
+func (r *registry) resolveName(raw, ns string) (host string, port int, class Class, svc *mesh.Service) {
+	name := raw
+	if h, p, err := net.SplitHostPort(raw); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+			name, port = h, n
+		}
+	}
+	candidates := []string{name}
+	switch strings.Count(name, ".") {
+	case 0:
+		candidates = append(candidates, name+"."+ns+".svc."+r.domain)
+	case 1:
+		candidates = append(candidates, name+".svc."+r.domain)
+	case 2:
+		if strings.HasSuffix(name, ".svc") {
+			candidates = append(candidates, name+"."+r.domain)
+		}
+	}
+	for _, c := range candidates {
+		if h, cl, s := r.lookup(c); cl != ClassUnknown {
+			return h, port, cl, s
+		}
+	}
+	return name, port, ClassUnknown, nil
+}
+
+// servicePort maps the port a server's proxy saw (the target port) to the service port: the
+// one service port whose numeric targetPort it is, else the service port of that number.
+func servicePort(s *mesh.Service, target int) int {
+	if s == nil || target == 0 {
+		return target
+	}
+	found := 0
+	for _, p := range s.Spec.Ports {
+		if p.TargetPort.IntValue() == target {
+			if found != 0 {
+				found = -1
+				continue
+			}
+			found = int(p.Port)
+		}
+	}
+	if found > 0 {
+		return found
+	}
+	for _, p := range s.Spec.Ports {
+		if int(p.Port) == target {
+			return target
+		}
+	}
+	return 0
+}
+
+type callKey struct {
+	workload string
+	host     string
+	port     int
+	tcp      bool
+	class    Class
+}
+
+type callAcc struct {
+	Call
+	source, destination float64
+	protocols           []string
+	// sourceReported: a client proxy reported this call.
+	sourceReported bool
+}
+
+// Resolve maps the snapshot's series onto the inventory's workloads and hosts. domain is the
+// cluster's DNS suffix. Both reporters are read: the client's proxy (reporter="source") says
+// whether a call went through PassthroughCluster; the server's (reporter="destination") names
+// the real service even then. A call both reported counts once, the larger of the two counts.
+func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
+	ev := &Evidence{Source: snap.Source, Window: snap.Window, Series: len(snap.Series), calls: map[string][]Call{}}
+	reg := newRegistry(inv, domain)
+	workloads := make(map[string]bool, len(inv.Workloads))
+	for _, w := range inv.Workloads {
+		workloads[w.Namespace+"/"+w.Name] = true
+	}
+	unknown := map[string]*UnknownWorkload{}
+	acc := map[callKey]*callAcc{}
+	// Per workload and unit: does its own proxy report, and did it pass anything through?
+	type flags struct{ sidecar, passthrough bool }
+	seen := map[string]*flags{}
+	flag := func(k string, tcp bool) *flags {
+		key := k + "|" + strconv.FormatBool(tcp)
+		f := seen[key]
+		if f == nil {
+			f = &flags{}
+			seen[key] = f
+		}
+		return f
+	}
+
+	for _, s := range snap.Series {
+		if s.SourceWorkload == "" || s.SourceWorkload == "unknown" || s.SourceNamespace == "" || s.SourceNamespace == "unknown" {
+			ev.Unattributed++
+			continue
+		}
+		wk := s.SourceNamespace + "/" + s.SourceWorkload
+		if !workloads[wk] {
+			u := unknown[wk]
+			if u == nil {
+				u = &UnknownWorkload{Namespace: s.SourceNamespace, Workload: s.SourceWorkload}
+				unknown[wk] = u
+			}
+			u.Count += s.Count
+			u.Series++
+			continue
+		}
+		tcp := s.Metric == TCPConnectionsMetric
+		fromSource := s.Reporter != "destination"
+		var (
+			host        string
+			port        = s.Port
+			class       Class
+			svc         *mesh.Service
+			passthrough bool
+		)
+		switch s.DestinationServiceName {
+		case PassthroughCluster:
+			passthrough = true
+			if s.DestinationService == "" || s.DestinationService == "unknown" {
+				host, class = "", ClassPassthrough
+				break
+			}
+			var p int
+			host, p, class, svc = reg.resolveName(s.DestinationService, s.SourceNamespace)
+			if port == 0 {
+				port = p
+			}
+			if class == ClassUnknown {
+				class = ClassPassthrough
+			}
+		case BlackHoleCluster:
+			var p int
+			host, p, _, svc = reg.resolveName(s.DestinationService, s.SourceNamespace)
+			if port == 0 {
+				port = p
+			}
+			class = ClassBlackHole
+		default:
+			host, class, svc = reg.lookup(s.DestinationService)
+			if !fromSource {
+				port = servicePort(svc, port)
+			}
+		}
+		if fromSource {
+			f := flag(wk, tcp)
+			f.sidecar = true
+			f.passthrough = f.passthrough || passthrough
+		}
+		k := callKey{workload: wk, host: host, port: port, tcp: tcp, class: class}
+		a := acc[k]
+		if a == nil {
+			a = &callAcc{Call: Call{Namespace: s.SourceNamespace, Workload: s.SourceWorkload, Host: host, Port: port, Class: class, TCP: tcp}}
+			if svc != nil {
+				a.Service = svc.Name + "." + svc.Namespace
+			}
+			acc[k] = a
+		}
+		if fromSource {
+			a.source += s.Count
+			a.sourceReported = true
+		} else {
+			a.destination += s.Count
+		}
+		a.Passthrough = a.Passthrough || passthrough
+		if s.Protocol != "" && !slices.Contains(a.protocols, s.Protocol) {
+			a.protocols = append(a.protocols, s.Protocol)
+		}
+	}
+
+	// A call only the server reported, from a workload whose own proxy reports and passed calls
+	// of the same kind through PassthroughCluster, is one of those passthrough calls: the server
+	// names the service the client's proxy could not. Passthrough entries without a usable host
+	// (TCP's "unknown", an IP address) are then explained by those calls and dropped.
+	explained := map[string]bool{}
+	for _, a := range acc {
+		f := seen[a.Namespace+"/"+a.Workload+"|"+strconv.FormatBool(a.TCP)]
+		if !a.sourceReported && f != nil && f.sidecar && f.passthrough && a.InRegistry() {
+			a.Passthrough = true
+			explained[a.Namespace+"/"+a.Workload+"|"+strconv.FormatBool(a.TCP)] = true
+		}
+	}
+	for k, a := range acc {
+		if a.Class == ClassPassthrough && (a.Host == "" || net.ParseIP(a.Host) != nil) &&
+			explained[a.Namespace+"/"+a.Workload+"|"+strconv.FormatBool(a.TCP)] {
+			delete(acc, k)
+		}
+	}
+
+	for _, a := range acc {
+		c := a.Call
+		c.Count = max(a.source, a.destination)
+		slices.Sort(a.protocols)
+		c.Protocol = strings.Join(a.protocols, ",")
+		k := c.Namespace + "/" + c.Workload
+		ev.calls[k] = append(ev.calls[k], c)
+	}
+	for k, calls := range ev.calls {
+		slices.SortFunc(calls, compareCalls)
+		ev.keys = append(ev.keys, k)
+	}
+	slices.Sort(ev.keys)
+	for _, u := range unknown {
+		ev.UnknownWorkloads = append(ev.UnknownWorkloads, *u)
+	}
+	slices.SortFunc(ev.UnknownWorkloads, func(a, b UnknownWorkload) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Workload, b.Workload))
+	})
+	return ev
+}
+
+func compareCalls(a, b Call) int {
+	return cmp.Or(strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port),
+		compareBool(a.TCP, b.TCP), strings.Compare(string(a.Class), string(b.Class)))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
