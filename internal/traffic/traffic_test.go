@@ -226,7 +226,7 @@ func TestParseSnapshot(t *testing.T) {
 		t.Errorf("snapshot = %+v", snap)
 	}
 	// promtool query instant -o json prints the bare list.
-	bare := good[strings.Index(good, "[\n"):strings.LastIndex(good, "]")+1]
+	bare := good[strings.Index(good, "[\n") : strings.LastIndex(good, "]")+1]
 	if snap2, err := ParseSnapshot("bare.json", []byte(bare)); err != nil || len(snap2.Series) != 1 {
 		t.Errorf("bare list: %v %+v", err, snap2)
 	}
@@ -277,7 +277,6 @@ func TestFormatCount(t *testing.T) {
 		}
 	}
 }
-
 
 func keys(m map[string]Call) []string {
 	var out []string
