@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -52,6 +54,9 @@ type Call struct {
 	TCP bool
 	// Service is "name.namespace" for a Kubernetes Service.
 	Service string
+	// OnlyPort is the destination's port when it has exactly one (a single-port Service or
+	// ServiceEntry), else 0: then a call whose port the metrics do not give still has a certain port.
+	OnlyPort int
 }
 
 // Unit is what Count counts.
@@ -121,16 +126,20 @@ type registry struct {
 	domain   string
 	services map[string]*mesh.Service // by FQDN
 	entries  map[string]bool          // exact ServiceEntry hosts
+	sePorts  map[string][]int         // the port numbers of each ServiceEntry host
 	wildcard []string                 // "*.example.com" ServiceEntry hosts, most specific first
 }
 
 func newRegistry(inv *mesh.Inventory, domain string) *registry {
-	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)), entries: map[string]bool{}}
+	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)), entries: map[string]bool{}, sePorts: map[string][]int{}}
 	for _, s := range inv.Services {
 		r.services[s.Name+"."+s.Namespace+".svc."+domain] = s
 	}
 	for _, se := range inv.ServiceEntries {
 		for _, h := range se.Spec.GetHosts() {
+			for _, p := range se.Spec.GetPorts() {
+				r.sePorts[h] = append(r.sePorts[h], int(p.GetNumber()))
+			}
 			if strings.HasPrefix(h, "*") {
 				r.wildcard = append(r.wildcard, h)
 			} else {
@@ -185,6 +194,27 @@ func (r *registry) resolveName(raw, ns string) (host string, port int, class Cla
 		}
 	}
 	return name, port, ClassUnknown, nil
+}
+
+// onlyPort is the destination's single port number, or 0 when it has none or several.
+// UDP ports carry no sidecar traffic and do not count.
+func (r *registry) onlyPort(host string, class Class, s *mesh.Service) int {
+	var ports []int
+	switch {
+	case class == ClassService && s != nil:
+		for _, p := range s.Spec.Ports {
+			if p.Protocol != corev1.ProtocolUDP {
+				ports = append(ports, int(p.Port))
+			}
+		}
+	case class == ClassServiceEntry:
+		ports = append(ports, r.sePorts[host]...)
+	}
+	slices.Sort(ports)
+	if ports = slices.Compact(ports); len(ports) == 1 {
+		return ports[0]
+	}
+	return 0
 }
 
 // servicePort maps the port a server's proxy saw (the target port) to the service port: the
@@ -320,6 +350,9 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 			a = &callAcc{Call: Call{Namespace: s.SourceNamespace, Workload: s.SourceWorkload, Host: host, Port: port, Class: class, TCP: tcp}}
 			if svc != nil {
 				a.Service = svc.Name + "." + svc.Namespace
+			}
+			if a.InRegistry() {
+				a.OnlyPort = reg.onlyPort(host, class, svc)
 			}
 			acc[k] = a
 		}

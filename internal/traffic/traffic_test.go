@@ -285,3 +285,41 @@ func keys(m map[string]Call) []string {
 	}
 	return out
 }
+
+func TestDependencies(t *testing.T) {
+	inv := inventory(t)
+	resolve := func(series ...Series) []Dependency {
+		return Dependencies(Resolve(&Snapshot{Window: "7d", Series: series}, inv, "cluster.local").Calls("shop", "web"))
+	}
+	// cart has one port (80), api.example.com one (443), payments' port comes from the label.
+	deps := resolve(
+		call("source", "shop", "web", "payments.pay.svc.cluster.local", "payments", 9090, "grpc", 10),
+		call("source", "shop", "web", "cart.shop.svc.cluster.local", "cart", 0, "http", 5),
+		call("source", "shop", "web", "api.example.com", "api.example.com", 0, "tcp", 2),
+		call("source", "shop", "web", "other.example.org", PassthroughCluster, 0, "http", 9),
+	)
+	got := []string{}
+	for _, d := range deps {
+		got = append(got, d.Service+fmtPorts(d.Ports)+" "+d.CountPhrase("7d"))
+	}
+	want := []string{"api.example.com[443] 2 connections over 7d", "cart.shop[80] 5 requests over 7d", "payments.pay[9090] 10 requests over 7d"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("dependencies = %q, want %q", got, want)
+	}
+	// payments without a port label has two ports: uncertain, so no dependency lists ports.
+	deps = resolve(
+		call("source", "shop", "web", "payments.pay.svc.cluster.local", "payments", 0, "grpc", 10),
+		call("source", "shop", "web", "cart.shop.svc.cluster.local", "cart", 0, "http", 5),
+	)
+	if len(deps) != 2 || len(deps[0].Ports)+len(deps[1].Ports) != 0 {
+		t.Errorf("dependencies = %+v, want two without ports", deps)
+	}
+}
+
+func fmtPorts(p []uint32) string {
+	var s []string
+	for _, x := range p {
+		s = append(s, strconv.Itoa(int(x)))
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
