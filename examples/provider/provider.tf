@@ -30,4 +30,18 @@ provider "meshscope" {
   #
   # istiod_debug_url   = "http://127.0.0.1:8080"
   # proxy_wait_timeout = "5m"
+
+  # Observed traffic: every scope is checked against the calls its workloads made over the
+  # window, from Istio's metrics in Prometheus (one query per run, shared by every scope).
+  # The token defaults to the MESHSCOPE_PROMETHEUS_TOKEN environment variable.
+  #
+  # prometheus {
+  #   url    = "http://127.0.0.1:9090" # kubectl -n istio-system port-forward svc/prometheus 9090
+  #   window = "7d"
+  # }
+  # observed_traffic = "warn" # or "error" to fail the plan, "off" to skip
+  #
+  # Or from a saved answer of Prometheus (`terraform-provider-meshscope query` prints the command):
+  #
+  # observed_traffic_file = "${path.module}/observed.json"
 }

@@ -26,6 +26,10 @@ type providerConfigModel struct {
 	IstiodDebug   types.String     `tfsdk:"istiod_debug_url"`
 	WaitTimeout   types.String     `tfsdk:"proxy_wait_timeout"`
 	Kubernetes    *kubernetesModel `tfsdk:"kubernetes"`
+	Prometheus    *prometheusModel `tfsdk:"prometheus"`
+	// ObservedTrafficFile and ObservedTraffic: see evidenceAttributes.
+	ObservedTrafficFile types.String `tfsdk:"observed_traffic_file"`
+	ObservedTraffic     types.String `tfsdk:"observed_traffic"`
 }
 
 // workloadScopeResourceModel is the meshscope_workload_scope resource.
@@ -56,18 +60,25 @@ type reviewModel struct {
 	AddedCount   types.Int64  `tfsdk:"added_host_count"`
 	RemovedCount types.Int64  `tfsdk:"removed_host_count"`
 	Risks        types.List   `tfsdk:"risks"` //< types.String
+	// The check against observed traffic; null without evidence.
+	ObservedMissing      types.List  `tfsdk:"observed_missing"` //< types.String
+	ObservedMissingCount types.Int64 `tfsdk:"observed_missing_count"`
+	Unobserved           types.List  `tfsdk:"unobserved_dependencies"` //< types.String
 }
 
 // reviewType is the object type of a workload_scope.review element.
 var reviewType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"workload":           types.StringType,
-	"before":             types.Int64Type,
-	"after":              types.Int64Type,
-	"added_hosts":        types.ListType{ElemType: types.StringType},
-	"removed_hosts":      types.ListType{ElemType: types.StringType},
-	"added_host_count":   types.Int64Type,
-	"removed_host_count": types.Int64Type,
-	"risks":              types.ListType{ElemType: types.StringType},
+	"workload":                types.StringType,
+	"before":                  types.Int64Type,
+	"after":                   types.Int64Type,
+	"added_hosts":             types.ListType{ElemType: types.StringType},
+	"removed_hosts":           types.ListType{ElemType: types.StringType},
+	"added_host_count":        types.Int64Type,
+	"removed_host_count":      types.Int64Type,
+	"risks":                   types.ListType{ElemType: types.StringType},
+	"observed_missing":        types.ListType{ElemType: types.StringType},
+	"observed_missing_count":  types.Int64Type,
+	"unobserved_dependencies": types.ListType{ElemType: types.StringType},
 }}
 
 // dependencyModel is one element of workload_scope.dependencies.
@@ -245,6 +256,18 @@ func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope
 		}
 		e.Risks, ds = types.ListValueFrom(ctx, types.StringType, risks)
 		diags.Append(ds...)
+		e.ObservedMissing, e.ObservedMissingCount, e.Unobserved = types.ListNull(types.StringType), types.Int64Null(), types.ListNull(types.StringType)
+		if o := rv.Observed; o != nil {
+			missing := make([]string, 0, len(o.Cut))
+			for _, c := range o.Cut {
+				missing = append(missing, callTarget(c))
+			}
+			e.ObservedMissing, ds = types.ListValueFrom(ctx, types.StringType, firstN(sortedCopy(missing), hostLimit))
+			diags.Append(ds...)
+			e.ObservedMissingCount = types.Int64Value(int64(len(missing)))
+			e.Unobserved, ds = types.ListValueFrom(ctx, types.StringType, o.Unobserved)
+			diags.Append(ds...)
+		}
 		elems = append(elems, e)
 	}
 	review, ds := types.ListValueFrom(ctx, reviewType, elems)
@@ -318,9 +341,9 @@ func stringList(ctx context.Context, l types.List) ([]string, diag.Diagnostics) 
 }
 
 // nonNil returns in, or an empty slice for nil, so that a list attribute is empty rather than null.
-func nonNil(in []string) []string {
+func nonNil[T any](in []T) []T {
 	if in == nil {
-		return []string{}
+		return []T{}
 	}
 	return in
 }
@@ -331,7 +354,7 @@ func sortedCopy(in []string) []string {
 	return out
 }
 
-// firstN returns at most the first n strings of list, never nil.
-func firstN(list []string, n int) []string {
+// firstN returns at most the first n elements of list, never nil.
+func firstN[T any](list []T, n int) []T {
 	return nonNil(list[:min(len(list), max(n, 0))])
 }

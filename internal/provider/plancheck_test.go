@@ -26,6 +26,8 @@ import (
 type diagRecorder struct {
 	mu    sync.Mutex
 	diags []*tfprotov6.Diagnostic
+	// configured counts the provider instances configured.
+	configured int
 }
 
 func (r *diagRecorder) add(diags []*tfprotov6.Diagnostic) {
@@ -82,6 +84,9 @@ func (s recordingServer) ValidateProviderConfig(ctx context.Context, req *tfprot
 
 func (s recordingServer) ConfigureProvider(ctx context.Context, req *tfprotov6.ConfigureProviderRequest) (*tfprotov6.ConfigureProviderResponse, error) {
 	resp, err := s.ProviderServer.ConfigureProvider(ctx, req)
+	s.rec.mu.Lock()
+	s.rec.configured++
+	s.rec.mu.Unlock()
 	if resp != nil {
 		s.rec.add(resp.Diagnostics)
 	}
@@ -98,6 +103,14 @@ func (s recordingServer) ValidateResourceConfig(ctx context.Context, req *tfprot
 
 func (s recordingServer) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
 	resp, err := s.ProviderServer.PlanResourceChange(ctx, req)
+	if resp != nil {
+		s.rec.add(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+func (s recordingServer) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
+	resp, err := s.ProviderServer.ReadDataSource(ctx, req)
 	if resp != nil {
 		s.rec.add(resp.Diagnostics)
 	}

@@ -93,6 +93,8 @@ type providerData struct {
 	istiod *istiod.Client
 	// waitTimeout bounds wait_for_proxies (proxy_wait_timeout).
 	waitTimeout time.Duration
+	// evidence reads the observed traffic once; nil when none is configured or it is off.
+	evidence *evidenceSource
 
 	// liveMu guards liveInv and livePredictor: the inventory as this provider instance has
 	// changed the cluster, the loaded one plus the Sidecars it applied and minus those it
@@ -215,7 +217,11 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 		},
 		Blocks: map[string]schema.Block{
 			"kubernetes": kubernetesBlockSchema(),
+			"prometheus": prometheusBlockSchema(),
 		},
+	}
+	for name, a := range evidenceAttributes() {
+		resp.Schema.Attributes[name] = a
 	}
 }
 
@@ -307,6 +313,14 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 	data.inv = inv
 	data.predictor = pr
 
+	if !cfg.Prometheus.known() || cfg.ObservedTrafficFile.IsUnknown() || cfg.ObservedTraffic.IsUnknown() {
+		tflog.Debug(ctx, "meshscope observed traffic settings are not known yet; scopes are not checked against traffic")
+		return
+	}
+	ev, ds := configureEvidence(ctx, cfg, data.predictOpts.DomainSuffix)
+	resp.Diagnostics.Append(ds...)
+	data.evidence = ev
+
 	tflog.Info(ctx, "configured meshscope inventory", map[string]any{
 		"namespaces":     len(inv.NamespaceNames()),
 		"services":       len(inv.Services),
@@ -361,6 +375,7 @@ func (p *meshscopeProvider) Resources(_ context.Context) []func() resource.Resou
 func (p *meshscopeProvider) DataSources(_ context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
 		NewProxyClustersDataSource,
+		NewObservedDependenciesDataSource,
 	}
 }
 

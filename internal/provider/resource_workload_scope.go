@@ -213,6 +213,26 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 							MarkdownDescription: "The number of hosts the workload loses, all of them, however many `removed_hosts` lists.",
 							Computed:            true,
 						},
+						"observed_missing": schema.ListAttribute{
+							MarkdownDescription: "With observed traffic (the provider's `prometheus` block or `observed_traffic_file`): " +
+								"the destinations the workload called over the window that it would have no cluster for under this " +
+								"scope, as `host:port` (or `host` when the metrics carry no port), sorted: the first " +
+								"`review_host_limit` of them. Each is also a plan warning (an error with `observed_traffic = \"error\"`) " +
+								"that names the dependency to add. Null when no observed traffic was checked.",
+							ElementType: types.StringType,
+							Computed:    true,
+						},
+						"observed_missing_count": schema.Int64Attribute{
+							MarkdownDescription: "The number of destinations in `observed_missing`, all of them. Null when no observed traffic was checked.",
+							Computed:            true,
+						},
+						"unobserved_dependencies": schema.ListAttribute{
+							MarkdownDescription: "The declared dependencies, as written, that the workload did not call over the window: " +
+								"candidates to drop, not errors (a call rarer than the window, such as a monthly job, is not seen). " +
+								"Null when no observed traffic was checked.",
+							ElementType: types.StringType,
+							Computed:    true,
+						},
 						"risks": schema.ListAttribute{
 							MarkdownDescription: "Risky tightenings that the mesh configuration itself points out: a dropped host " +
 								"that a VirtualService still in scope routes to, or the loss of every service of the root " +
@@ -438,6 +458,14 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 	reviews := reviewScope(base, head, decl, decl.Namespace+"/"+res.Name)
 	expected := expectedClusters(head, decl, reviews)
 	addRisks(&diags, reviews, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
+	if src := r.data.evidence; src != nil {
+		ev, ds := src.get(ctx, r.data.inv)
+		diags.Append(ds...)
+		if ev != nil {
+			observeScope(ev, head, decl, reviews, r.data.predictOpts.DomainSuffix)
+			addObserved(&diags, src, ev.Window, decl, reviews, r.data.reviewHostLimit)
+		}
+	}
 	checkBudget(&diags, m.MaxClusters, reviews, expected, decl)
 	if diags.HasError() {
 		return diags

@@ -56,6 +56,10 @@ func fooReview(after int64, removed, risks knownvalue.Check, removedN int64) kno
 		"added_host_count":   knownvalue.Int64Exact(0),
 		"removed_host_count": knownvalue.Int64Exact(removedN),
 		"risks":              risks,
+		// No observed traffic is configured: not checked, so null rather than empty.
+		"observed_missing":        knownvalue.Null(),
+		"observed_missing_count":  knownvalue.Null(),
+		"unobserved_dependencies": knownvalue.Null(),
 	})})
 }
 

@@ -23,6 +23,10 @@ type workloadReview struct {
 	// Governed is set when the scope's Sidecar is the one in effect for the
 	// workload afterwards. A namespace default yields to selecting Sidecars.
 	Governed bool
+	// Proxy is the workload as a proxy.
+	Proxy predict.WorkloadProxy
+	// Observed is the workload's check against observed traffic; nil without evidence.
+	Observed *observedReview
 }
 
 // reviewScope reviews every inventory workload the declaration selects: base
@@ -41,6 +45,7 @@ func reviewScope(base, head *predict.Predictor, decl scope.Declaration, sidecarK
 			WorkloadReview: rv,
 			Key:            rv.Namespace + "/" + rv.Workload,
 			Governed:       sc != nil && sc.Key() == sidecarKey,
+			Proxy:          w,
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
