@@ -8,6 +8,8 @@
 #                        every core beside it; prints wall times and load averages
 #   make kind-up         kind + istioctl instead, where Docker exists (untested here)
 #   make kind-down       delete that kind cluster
+#   make prometheus      install Debian's prometheus package (prometheus, promtool) when either
+#                        binary is missing, for StartPrometheus; prints both versions
 #
 # Binaries are cached in $(MESHSCOPE_TESTENV_CACHE) (default ~/.cache/meshscope-testenv); pids,
 # logs, certificates and the kubeconfig are in $(MESHSCOPE_TESTENV_DIR) (default /tmp/meshscope-testenv).
@@ -38,6 +40,9 @@ kind-up:
 kind-down:
 	@bash $(TESTENV_SH) kind-down
 
-.PHONY: testenv testenv-build testenv-down testenv-status testacc-stress kind-up kind-down
+prometheus:
+	@bash $(dir $(TESTENV_SH))prometheus.sh
+
+.PHONY: testenv testenv-build testenv-down testenv-status testacc-stress kind-up kind-down prometheus
 
 .DEFAULT_GOAL := $(_TESTENV_DEFAULT_GOAL)
