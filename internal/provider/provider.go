@@ -69,10 +69,21 @@ func NewWithSources(version string, sources ...InventorySource) func() provider.
 	}
 }
 
+// NewWithClock returns a constructor of the meshscope provider whose clock is now: observed
+// traffic is evaluated at now() (to the minute). Tests that backfill a Prometheus evaluate where
+// their samples end.
+func NewWithClock(version string, now func() time.Time) func() provider.Provider {
+	return func() provider.Provider {
+		return &meshscopeProvider{version: version, now: now}
+	}
+}
+
 type meshscopeProvider struct {
 	version string
 	// sources are loaded after the configured sources.
 	sources []InventorySource
+	// now is the clock; time.Now when nil.
+	now func() time.Time
 }
 
 // providerData is handed to every resource and data source by Configure.
@@ -319,6 +330,9 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 	}
 	ev, ds := configureEvidence(ctx, cfg, data.predictOpts.DomainSuffix)
 	resp.Diagnostics.Append(ds...)
+	if ev != nil && p.now != nil {
+		ev.now = p.now
+	}
 	data.evidence = ev
 
 	tflog.Info(ctx, "configured meshscope inventory", map[string]any{

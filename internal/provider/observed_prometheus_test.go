@@ -1,0 +1,310 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
+)
+
+// Observed traffic from a real Prometheus (issue 10), backfilled with the seed's calls: bar
+// calls foo.foo (declared), foo calls bar.bar (not declared) and api.example.com through
+// PassthroughCluster, and foo/ghost, which the inventory lacks, calls bar.bar.
+
+func seedCalls() []testenv.IstioCall {
+	return []testenv.IstioCall{
+		{Reporter: "source", SourceWorkload: "test-app", SourceNamespace: "bar", DestinationService: "foo.foo.svc.cluster.local",
+			DestinationServiceName: "foo", DestinationServiceNamespace: "foo", Protocol: "http", Count: 1204},
+		{Reporter: "destination", SourceWorkload: "test-app", SourceNamespace: "bar", DestinationService: "foo.foo.svc.cluster.local",
+			DestinationServiceName: "foo", DestinationServiceNamespace: "foo", Protocol: "http", Count: 1199},
+		{Reporter: "source", SourceWorkload: "test-app", SourceNamespace: "foo", DestinationService: "bar.bar.svc.cluster.local",
+			DestinationServiceName: "bar", DestinationServiceNamespace: "bar", Protocol: "http", Count: 35},
+		{Reporter: "source", SourceWorkload: "test-app", SourceNamespace: "foo", DestinationService: "api.example.com",
+			DestinationServiceName: traffic.PassthroughCluster, Protocol: "http", Count: 7, ResponseFlags: "-"},
+		{Reporter: "source", SourceWorkload: "ghost", SourceNamespace: "foo", DestinationService: "bar.bar.svc.cluster.local",
+			DestinationServiceName: "bar", DestinationServiceNamespace: "bar", Protocol: "http", Count: 3},
+	}
+}
+
+// startSeedPrometheus starts a Prometheus holding the seed's calls, whose counts are exact when
+// evaluated at the returned time.
+func startSeedPrometheus(t *testing.T, opts testenv.PrometheusOptions) (*testenv.Prometheus, time.Time) {
+	t.Helper()
+	at := testenv.EvaluationTime(time.Now())
+	var om bytes.Buffer
+	if err := testenv.WriteOpenMetrics(&om, seedCalls(), testenv.OpenMetricsOptions{At: at}); err != nil {
+		t.Fatal(err)
+	}
+	return testenv.StartPrometheus(t, &om, opts), at
+}
+
+// providerAt serves a provider whose clock reads at, recording its diagnostics in rec.
+func providerAt(at time.Time, rec *diagRecorder) map[string]func() (tfprotov6.ProviderServer, error) {
+	return factoriesFor(NewWithClock("test", func() time.Time { return at }), rec)
+}
+
+// factoriesFor serves the provider newProvider makes, recording its diagnostics in rec.
+func factoriesFor(newProvider func() provider.Provider, rec *diagRecorder) map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"meshscope": func() (tfprotov6.ProviderServer, error) {
+			s, err := providerserver.NewProtocol6WithError(newProvider())()
+			if err != nil {
+				return nil, err
+			}
+			return recordingServer{ProviderServer: s, rec: rec}, nil
+		},
+	}
+}
+
+func prometheusBlock(settings ...string) string {
+	return "prometheus {\n    " + strings.Join(settings, "\n    ") + "\n  }"
+}
+
+// Evaluated where the samples end, the counts are exact: the warning names the workload, the
+// host, 35 requests and the element; the passthrough call and the unknown caller are reported.
+func TestObservedPrometheus_WarnsWithExactCounts(t *testing.T) {
+	prom, at := startSeedPrometheus(t, testenv.PrometheusOptions{})
+	rec := &diagRecorder{}
+	config := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL))) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, rec),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				expectWarning{rec: rec, summary: "Scope Cuts Observed Calls", attr: "dependencies", detail: regexp.MustCompile(
+					`"foo/Deployment/test-app" would have no cluster for 1 destination\(s\) it called over the last 7d \(Prometheus at ` +
+						regexp.QuoteMeta(prom.URL) + `\):\n  - bar\.bar\.svc\.cluster\.local: 35 requests; add \{ service = "bar\.bar" \}\n`)},
+				expectWarning{rec: rec, summary: "Observed Calls Outside The Registry", attr: "dependencies", detail: regexp.MustCompile(
+					`api\.example\.com: 7 requests through PassthroughCluster; add a ServiceEntry`)},
+				expectWarning{rec: rec, summary: "Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(`foo/ghost \(3 calls\)`)},
+				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review"),
+					knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectPartial(
+						observedChecks([]string{"bar.bar.svc.cluster.local"}, 1, []string{}))})),
+				plancheck.ExpectKnownValue("meshscope_workload_scope.bar", tfjsonpath.New("review"),
+					knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectPartial(observedChecks([]string{}, 0, []string{}))})),
+			}},
+		}},
+	})
+}
+
+func TestObservedPrometheus_ErrorModeFailsThePlan(t *testing.T) {
+	prom, at := startSeedPrometheus(t, testenv.PrometheusOptions{})
+	config := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL)), `observed_traffic = "error"`) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, &diagRecorder{}),
+		Steps: []resource.TestStep{{
+			Config:      config,
+			ExpectError: regexp.MustCompile(`(?s)Scope Cuts Observed Calls.*bar\.bar\.svc\.cluster\.local: 35\s+requests`),
+		}},
+	})
+}
+
+// The snapshot file, written as documented (the Prometheus HTTP API's answer to the query that
+// `query` prints), gives the same answers as the live server: the data sources' dependencies
+// and calls, counts included, and the scopes' reviews.
+func TestObservedPrometheus_SnapshotFileEqualsLiveServer(t *testing.T) {
+	prom, _ := startSeedPrometheus(t, testenv.PrometheusOptions{})
+	file := filepath.Join(t.TempDir(), "observed.json")
+	saveAnswer(t, prom.URL, traffic.Query(traffic.DefaultWindow), file)
+
+	// One configuration, two provider instances: live and file. Both evaluate at the wall clock,
+	// as the documented command does.
+	config := fmt.Sprintf(`
+provider "meshscope" {
+  alias     = "live"
+  manifests = %[1]s
+  prometheus {
+    url = %[2]q
+  }
+}
+
+provider "meshscope" {
+  alias                 = "file"
+  manifests             = %[1]s
+  observed_traffic_file = %[3]q
+}
+`, seedManifests(t), prom.URL, file)
+	for _, p := range []string{"live", "file"} {
+		config += fmt.Sprintf(`
+data "meshscope_observed_dependencies" "foo_%[1]s" {
+  provider  = meshscope.%[1]s
+  namespace = "foo"
+  workload  = "test-app"
+}
+
+data "meshscope_observed_dependencies" "bar_%[1]s" {
+  provider          = meshscope.%[1]s
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+}
+
+resource "meshscope_workload_scope" "foo_%[1]s" {
+  provider          = meshscope.%[1]s
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "kube-system/*" }]
+}
+`, p)
+	}
+	same := func(a, b string, path tfjsonpath.Path) statecheck.StateCheck {
+		return statecheck.CompareValuePairs(a, path, b, path, compare.ValuesSame())
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				same("data.meshscope_observed_dependencies.foo_live", "data.meshscope_observed_dependencies.foo_file", tfjsonpath.New("dependencies")),
+				same("data.meshscope_observed_dependencies.foo_live", "data.meshscope_observed_dependencies.foo_file", tfjsonpath.New("calls")),
+				same("data.meshscope_observed_dependencies.bar_live", "data.meshscope_observed_dependencies.bar_file", tfjsonpath.New("calls")),
+				same("data.meshscope_observed_dependencies.bar_live", "data.meshscope_observed_dependencies.bar_file", tfjsonpath.New("window")),
+				same("meshscope_workload_scope.foo_live", "meshscope_workload_scope.foo_file", tfjsonpath.New("review")),
+				// And they are the seed's calls, not two empty answers.
+				statecheck.ExpectKnownValue("data.meshscope_observed_dependencies.foo_file", tfjsonpath.New("dependencies"),
+					knownvalue.SetExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"service": knownvalue.StringExact("bar.bar"), "ports": knownvalue.SetExact([]knownvalue.Check{knownvalue.Int64Exact(80)}),
+					})})),
+				statecheck.ExpectKnownValue("meshscope_workload_scope.foo_file", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("unobserved_dependencies"),
+					stringsExact("kube-system/*")),
+				statecheck.ExpectKnownValue("data.meshscope_observed_dependencies.bar_live", tfjsonpath.New("calls").AtSliceIndex(0).AtMapKey("host"),
+					knownvalue.StringExact("foo.foo.svc.cluster.local")),
+			},
+		}},
+	})
+}
+
+// A 401 names bearer_token; with the credentials the server wants (basic auth, through headers),
+// the same server answers.
+func TestObservedPrometheus_UnauthorizedNamesBearerToken(t *testing.T) {
+	auth := &testenv.BasicAuth{Username: "meshscope", Password: "s3cret"}
+	prom, at := startSeedPrometheus(t, testenv.PrometheusOptions{BasicAuth: auth})
+	refused := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL), `bearer_token = "not-it"`), `observed_traffic = "error"`) + seedScopes
+	basic := "Basic " + basicAuth(auth.Username, auth.Password)
+	allowed := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL), fmt.Sprintf("headers = { Authorization = %q }", basic))) + seedScopes
+	rec := &diagRecorder{}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, rec),
+		Steps: []resource.TestStep{
+			{Config: refused, ExpectError: regexp.MustCompile(`(?s)Prometheus Refused The Query.*prometheus\.bearer_token.*HTTP 401`)},
+			{Config: allowed, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("observed_missing_count"), knownvalue.Int64Exact(1)),
+			}}},
+		},
+	})
+	// The token never reaches a diagnostic.
+	for _, d := range rec.diags {
+		if strings.Contains(d.Detail, "not-it") || strings.Contains(d.Detail, "s3cret") {
+			t.Errorf("a diagnostic shows a credential: %s", d.Detail)
+		}
+	}
+}
+
+// A certificate the client does not trust names ca_certificate; with it, the query succeeds.
+func TestObservedPrometheus_TLSNamesCACertificate(t *testing.T) {
+	prom, at := startSeedPrometheus(t, testenv.PrometheusOptions{TLS: true})
+	untrusted := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL)), `observed_traffic = "error"`) + seedScopes
+	trusted := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL), "ca_certificate = "+heredoc(strings.TrimSpace(prom.CACertPEM))), `observed_traffic = "error"`) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, &diagRecorder{}),
+		Steps: []resource.TestStep{
+			{Config: untrusted, ExpectError: regexp.MustCompile(`(?s)Prometheus TLS Failed.*prometheus\.ca_certificate.*certificate`)},
+			// Trusted, the check runs: foo's cut call fails the plan in error mode.
+			{Config: trusted, ExpectError: regexp.MustCompile(`Scope Cuts Observed Calls`)},
+		},
+	})
+}
+
+// An unreachable server is a warning in warn mode, naming the URL and the cause; the scopes
+// plan unchecked.
+func TestObservedPrometheus_UnreachableWarns(t *testing.T) {
+	addr := testenv.FreeAddr(t)
+	rec := &diagRecorder{}
+	config := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", "http://"+addr), `timeout = "5s"`)) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: factoriesFor(New("test"), rec),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				expectWarning{rec: rec, summary: "Prometheus Unreachable", attr: "", detail: regexp.MustCompile(
+					`(?s)prometheus\.url.*cannot reach Prometheus at http://` + regexp.QuoteMeta(addr) + `.*connection refused`)},
+				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("observed_missing"), knownvalue.Null()),
+			}},
+		}},
+	})
+}
+
+// A Prometheus that holds no Istio series in the window: a warning that says so, and the scopes
+// unchecked (null), not "no traffic" (empty).
+func TestObservedPrometheus_NoIstioSeriesWarns(t *testing.T) {
+	at := testenv.EvaluationTime(time.Now())
+	om := fmt.Sprintf("# TYPE up gauge\nup{job=\"node\"} 1 %d\nup{job=\"node\"} 1 %d\n# EOF\n", at.Add(-time.Minute).Unix(), at.Unix())
+	prom := testenv.StartPrometheus(t, strings.NewReader(om), testenv.PrometheusOptions{})
+	rec := &diagRecorder{}
+	config := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL))) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, rec),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				expectWarning{rec: rec, summary: "No Istio Traffic Observed", attr: "", detail: regexp.MustCompile(
+					`Prometheus at ` + regexp.QuoteMeta(prom.URL) + ` holds no series of istio_requests_total or istio_tcp_connections_opened_total over the last 7d\. That is no evidence, not evidence of no traffic`)},
+				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("observed_missing_count"), knownvalue.Null()),
+			}},
+		}},
+	})
+}
+
+// saveAnswer writes the answer of Prometheus at base to query, as the documented
+// `curl -fsS --get "$PROM/api/v1/query" --data-urlencode 'query=...'` does.
+func saveAnswer(t *testing.T, base, query, file string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+url.Values{"query": {query}}.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("query answered %d: %s %v", resp.StatusCode, body, err)
+	}
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedManifests is the manifests expression of seedProvider.
+func seedManifests(t *testing.T) string {
+	return fmt.Sprintf("[for f in fileset(%q, \"*.yaml\") : file(\"%s/${f}\")]", seedDir(t), seedDir(t))
+}
+
+func basicAuth(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+}
