@@ -285,3 +285,65 @@ func TestObservedTraffic_WarnModePlansUnchecked(t *testing.T) {
 		})
 	}
 }
+
+// Offline, an import block adopts a Sidecar of the manifests (what `suggest` writes for a
+// workload that already has one): the declarations are read from it, and a matching
+// configuration then plans empty.
+func TestWorkloadScope_ImportFromManifestsOffline(t *testing.T) {
+	legacy := `apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata:
+  name: legacy
+  namespace: foo
+spec:
+  workloadSelector:
+    labels:
+      app: test-app
+  egress:
+  - hosts:
+    - "bar/*"
+    - "istio-system/*"
+`
+	config := seedProvider(t, []string{heredoc(legacy)}) + `
+import {
+  to = meshscope_workload_scope.foo
+  id = "foo/legacy"
+}
+
+resource "meshscope_workload_scope" "foo" {
+  namespace         = "foo"
+  name              = "legacy"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "bar/*" }]
+}
+`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("meshscope_workload_scope.foo", plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("egress_hosts"), stringsExact("bar/*", "istio-system/*")),
+				},
+			},
+			{
+				Config: seedProvider(t, nil) + `
+import {
+  to = meshscope_workload_scope.nope
+  id = "foo/nope"
+}
+
+resource "meshscope_workload_scope" "nope" {
+  namespace         = "foo"
+  name              = "nope"
+  workload_selector = { app = "test-app" }
+}
+`,
+				ExpectError:  regexp.MustCompile(`(?s)Sidecar Not Found.*foo/nope in the provider's manifests`),
+			},
+		},
+	})
+}

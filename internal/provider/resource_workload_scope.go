@@ -350,14 +350,31 @@ func (r *workloadScopeResource) Create(ctx context.Context, req resource.CreateR
 }
 
 func (r *workloadScopeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	// Without a cluster the scope lives in the state only: changes of the inventory
-	// show up in the next plan, which recomputes everything.
-	if r.data == nil || r.data.applier == nil {
+	if r.data == nil {
 		return
 	}
 	var state workloadScopeResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	// Without a cluster the scope lives in the state only: changes of the inventory
+	// show up in the next plan, which recomputes everything. Only a scope just imported
+	// from the manifests is read, to fill in its declarations.
+	if r.data.applier == nil {
+		if !state.Manifest.IsNull() || !r.data.known() {
+			return
+		}
+		exists, diags := r.importFromInventory(ctx, &state)
+		resp.Diagnostics.Append(diags...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		if !exists {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 		return
 	}
 	var (

@@ -132,14 +132,60 @@ func (r *workloadScopeResource) ImportState(ctx context.Context, req resource.Im
 			fmt.Sprintf("The import ID %q is not namespace/name. Import a Sidecar as, for example, \"foo/test-app\".", req.ID))
 		return
 	}
-	if r.data == nil || r.data.applier == nil {
-		resp.Diagnostics.AddError("No Cluster Configured",
-			"Importing reads the Sidecar from a cluster: configure the provider's kubernetes block.")
+	if r.data == nil || (r.data.applier == nil && !r.data.known()) {
+		resp.Diagnostics.AddError("No Sidecar Source",
+			"Importing reads the Sidecar from a cluster (the provider's kubernetes block) or, offline, from the provider's "+
+				"manifests, and neither is known yet. Configure one with values known at plan time.")
+		return
+	}
+	if r.data.applier == nil && inventorySidecar(r.data.inv, ns, name) == nil {
+		resp.Diagnostics.AddError("Sidecar Not Found",
+			fmt.Sprintf("There is no Sidecar %s/%s in the provider's manifests. Offline, import reads the Sidecar from the "+
+				"manifests; add its YAML there, or configure the kubernetes block to import it from a cluster.", ns, name))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+}
+
+// inventorySidecar finds a Sidecar of the inventory by namespace and name.
+func inventorySidecar(inv *mesh.Inventory, ns, name string) *mesh.Sidecar {
+	for _, sc := range inv.Sidecars {
+		if sc.Namespace == ns && sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}
+
+// importFromInventory is importFromCluster without a cluster: the Sidecar comes from the
+// provider's manifests, and the state keeps its compiled form. The scope then stands for that
+// Sidecar in every prediction, as one of the same name does.
+func (r *workloadScopeResource) importFromInventory(ctx context.Context, m *workloadScopeResourceModel) (bool, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
+	sc := inventorySidecar(r.data.inv, ns, name)
+	if sc == nil {
+		diags.AddError("Sidecar Not Found", fmt.Sprintf("There is no Sidecar %s/%s in the provider's manifests to import.", ns, name))
+		return false, diags
+	}
+	return true, r.importSidecar(ctx, m, sc)
+}
+
+// importSidecar decompiles an existing Sidecar into the scope's declarations and computes the rest.
+func (r *workloadScopeResource) importSidecar(ctx context.Context, m *workloadScopeResourceModel, sc *mesh.Sidecar) diag.Diagnostics {
+	var diags diag.Diagnostics
+	decl, probs := scope.Decompile(sc, r.data.scopeOpts, r.data.inv.Mesh.RootNamespace)
+	for _, p := range probs {
+		diags.AddError(p.Summary, p.Detail)
+	}
+	if diags.HasError() {
+		return diags
+	}
+	diags.Append(m.setDeclaration(ctx, decl)...)
+	diags.Append(r.compile(ctx, m)...)
+	return diags
 }
 
 // importFromCluster fills the declarations of an imported scope from the live
@@ -162,15 +208,7 @@ func (r *workloadScopeResource) importFromCluster(ctx context.Context, m *worklo
 		diags.AddError("Unreadable Sidecar", fmt.Sprintf("Sidecar %s/%s cannot be read.\n\nOriginal Error: %s", ns, name, err))
 		return true, diags
 	}
-	decl, probs := scope.Decompile(sc, r.data.scopeOpts, r.data.inv.Mesh.RootNamespace)
-	for _, p := range probs {
-		diags.AddError(p.Summary, p.Detail)
-	}
-	if diags.HasError() {
-		return true, diags
-	}
-	diags.Append(m.setDeclaration(ctx, decl)...)
-	diags.Append(r.compile(ctx, m)...)
+	diags.Append(r.importSidecar(ctx, m, sc)...)
 	if diags.HasError() {
 		return true, diags
 	}

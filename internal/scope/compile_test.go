@@ -184,7 +184,7 @@ spec:
 		}
 		// From manifests: what works offline, and why import does not.
 		if d := c[0].Detail; !strings.Contains(d, `take it over offline: give this scope the Sidecar's name (name = "existing")`) ||
-			!strings.Contains(d, "terraform import needs the kubernetes block") {
+			!strings.Contains(d, `or import it (an import block with id = "`) {
 			t.Errorf("offline advice: %s", d)
 		}
 		// From a cluster: import.

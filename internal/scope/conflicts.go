@@ -31,14 +31,14 @@ func SelectedWorkloads(inv *mesh.Inventory, ns string, sel map[string]string) []
 	return out
 }
 
-// takeOver says how a scope takes over an existing Sidecar: import needs the cluster it lives in;
-// an offline scope replaces the inventory's Sidecar of its own name.
+// takeOver says how a scope takes over an existing Sidecar: import reads it from the cluster it
+// lives in or from the manifests; a scope also replaces the inventory's Sidecar of its own name.
 func takeOver(other *mesh.Sidecar) string {
 	offline := fmt.Sprintf("give this scope the Sidecar's name (name = %q): a scope replaces the inventory's Sidecar of the same namespace and name, so meshscope then manages it", other.Name)
 	if strings.HasPrefix(other.Source, "cluster:") {
 		return fmt.Sprintf("take it over: import it (an import block with id = \"%s/%s\", or terraform import), which reads it from the cluster and turns it into declarations; or %s.", other.Namespace, other.Name, offline)
 	}
-	return fmt.Sprintf("take it over offline: %s, and drop its manifest from the provider's manifests. (terraform import needs the kubernetes block: it reads the Sidecar from the cluster.)", offline)
+	return fmt.Sprintf("take it over offline: %s, and drop its manifest from the provider's manifests; or import it (an import block with id = \"%s/%s\"), which reads it from the manifests and turns it into declarations.", offline, other.Namespace, other.Name)
 }
 
 // Conflicts reports Sidecars of the inventory (other than one with the same
