@@ -15,7 +15,12 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "diff", name)
+	goldenFile(t, filepath.Join("testdata", "diff", name), got)
+}
+
+// goldenFile compares got with the file at path; go test -update rewrites it.
+func goldenFile(t *testing.T, path, got string) {
+	t.Helper()
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -26,7 +31,7 @@ func golden(t *testing.T, name, got string) {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 
