@@ -77,13 +77,21 @@ type planner struct {
 	wildcard []string        // ServiceEntry hosts "*.x"
 	// resources are the Terraform resource names given so far.
 	resources map[string]bool
+	// services indexes the inventory's Services by "namespace/name", for compileInventory.
+	services map[string]*mesh.Service
+	// nsInv is the inventory of the namespace being planned (its Sidecars and workloads),
+	// for scope.Conflicts.
+	nsInv *mesh.Inventory
 	// skipped counts the calling workloads that got no scope.
 	skipped int
 }
 
 func newPlanner(inv *mesh.Inventory, pred *predict.Predictor, ev *traffic.Evidence, opts scope.Options, imports bool, stderr io.Writer) *planner {
 	p := &planner{inv: inv, pred: pred, ev: ev, opts: opts, domain: opts.DomainSuffix, imports: imports, stderr: stderr,
-		registry: map[string]bool{}, resources: map[string]bool{}}
+		registry: map[string]bool{}, resources: map[string]bool{}, services: make(map[string]*mesh.Service, len(inv.Services))}
+	for _, svc := range inv.Services {
+		p.services[svc.Namespace+"/"+svc.Name] = svc
+	}
 	for _, se := range inv.ServiceEntries {
 		for _, h := range se.Spec.GetHosts() {
 			if strings.HasPrefix(h, "*") {
@@ -132,6 +140,13 @@ func (p *planner) namespace(ns string, workloads []*mesh.Workload) []scopeSugges
 		return strings.Compare(a.Kind, b.Kind)
 	})
 	ix := newNSWorkloads(workloads)
+	p.nsInv = mesh.New()
+	p.nsInv.Workloads = workloads
+	for _, sc := range p.inv.Sidecars {
+		if sc.Namespace == ns {
+			p.nsInv.Sidecars = append(p.nsInv.Sidecars, sc)
+		}
+	}
 	adopted := map[*mesh.Sidecar]*group{}
 	var fresh []member
 	fallback := map[int]*mesh.Sidecar{}
@@ -350,7 +365,8 @@ func (p *planner) check(s *scopeSuggestion, calls []traffic.Call) bool {
 	portless := false
 	for attempt := 0; ; attempt++ {
 		s.Deps = p.dependencies(calls, refused, portless)
-		res, problems := scope.Compile(p.inv, s.declaration(), p.opts)
+		decl := s.declaration()
+		res, problems := scope.Compile(p.compileInventory(decl), decl, p.opts)
 		retry := false
 		var fatal, warns []scope.Problem
 		for _, pb := range problems {
@@ -384,7 +400,7 @@ func (p *planner) check(s *scopeSuggestion, calls []traffic.Call) bool {
 			p.warnf("%s: %s: %s", s.Resource, pb.Summary, pb.Detail)
 			s.Notes = append(s.Notes, fmt.Sprintf("Warning: %s: %s", pb.Summary, pb.Detail))
 		}
-		for _, pb := range scope.Conflicts(p.inv, res.Sidecar) {
+		for _, pb := range scope.Conflicts(p.nsInv, res.Sidecar) {
 			if s.Adopts == "" {
 				p.warnf("%s: not suggested: %s: %s", s.Resource, pb.Summary, pb.Detail)
 				return false
@@ -414,6 +430,47 @@ func (p *planner) check(s *scopeSuggestion, calls []traffic.Call) bool {
 		}
 		return true
 	}
+}
+
+// compileInventory is the part of the inventory scope.Compile reads for the declaration: the
+// mesh settings, the namespaces, the Services a dependency may name and every ServiceEntry.
+// Compiling against it gives what compiling against the whole inventory gives (the plans-clean
+// test compiles against the whole), without scanning every Service of a large mesh for every
+// scope. Conflicts, which reads Sidecars and workloads, gets the namespace's own (nsInv).
+func (p *planner) compileInventory(d scope.Declaration) *mesh.Inventory {
+	slim := mesh.New()
+	slim.Mesh = p.inv.Mesh
+	slim.ServiceEntries = p.inv.ServiceEntries
+	addNs := func(ns string) {
+		if _, ok := slim.Namespaces[ns]; ok {
+			return
+		}
+		if n, ok := p.inv.Namespaces[ns]; ok {
+			slim.Namespaces[ns] = n
+		} else {
+			slim.Namespaces[ns] = &mesh.Namespace{Meta: mesh.Meta{Kind: "Namespace", APIVersion: "v1", Name: ns}}
+		}
+	}
+	addNs(d.Namespace)
+	for _, se := range p.inv.ServiceEntries {
+		addNs(se.Namespace)
+	}
+	for _, dep := range d.Dependencies {
+		// Every Service the dependency could name: "name" in the scope's namespace, or
+		// "name.namespace[.svc[.domain]]".
+		parts := strings.Split(strings.ToLower(dep.Service), ".")
+		keys := []string{d.Namespace + "/" + parts[0]}
+		if len(parts) > 1 {
+			keys = append(keys, parts[1]+"/"+parts[0])
+		}
+		for _, k := range keys {
+			if svc := p.services[k]; svc != nil && !slices.Contains(slim.Services, svc) {
+				slim.Services = append(slim.Services, svc)
+				addNs(svc.Namespace)
+			}
+		}
+	}
+	return slim
 }
 
 // dependencies are the calls' dependencies, less those refused, each with its evidence.
