@@ -77,8 +77,8 @@ type planner struct {
 	wildcard []string        // ServiceEntry hosts "*.x"
 	// resources are the Terraform resource names given so far.
 	resources map[string]bool
-	// services indexes the inventory's Services by "namespace/name", for compileInventory.
-	services map[string]*mesh.Service
+	// compiling holds the parts of the inventory scope.Compile reads.
+	compiling *compileIndex
 	// nsInv is the inventory of the namespace being planned (its Sidecars and workloads),
 	// for scope.Conflicts.
 	nsInv *mesh.Inventory
@@ -88,10 +88,7 @@ type planner struct {
 
 func newPlanner(inv *mesh.Inventory, pred *predict.Predictor, ev *traffic.Evidence, opts scope.Options, imports bool, stderr io.Writer) *planner {
 	p := &planner{inv: inv, pred: pred, ev: ev, opts: opts, domain: opts.DomainSuffix, imports: imports, stderr: stderr,
-		registry: map[string]bool{}, resources: map[string]bool{}, services: make(map[string]*mesh.Service, len(inv.Services))}
-	for _, svc := range inv.Services {
-		p.services[svc.Namespace+"/"+svc.Name] = svc
-	}
+		registry: map[string]bool{}, resources: map[string]bool{}, compiling: newCompileIndex(inv)}
 	for _, se := range inv.ServiceEntries {
 		for _, h := range se.Spec.GetHosts() {
 			if strings.HasPrefix(h, "*") {
@@ -366,7 +363,7 @@ func (p *planner) check(s *scopeSuggestion, calls []traffic.Call) bool {
 	for attempt := 0; ; attempt++ {
 		s.Deps = p.dependencies(calls, refused, portless)
 		decl := s.declaration()
-		res, problems := scope.Compile(p.compileInventory(decl), decl, p.opts)
+		res, problems := scope.Compile(p.compiling.inventory(decl), decl, p.opts)
 		retry := false
 		var fatal, warns []scope.Problem
 		for _, pb := range problems {
@@ -430,47 +427,6 @@ func (p *planner) check(s *scopeSuggestion, calls []traffic.Call) bool {
 		}
 		return true
 	}
-}
-
-// compileInventory is the part of the inventory scope.Compile reads for the declaration: the
-// mesh settings, the namespaces, the Services a dependency may name and every ServiceEntry.
-// Compiling against it gives what compiling against the whole inventory gives (the plans-clean
-// test compiles against the whole), without scanning every Service of a large mesh for every
-// scope. Conflicts, which reads Sidecars and workloads, gets the namespace's own (nsInv).
-func (p *planner) compileInventory(d scope.Declaration) *mesh.Inventory {
-	slim := mesh.New()
-	slim.Mesh = p.inv.Mesh
-	slim.ServiceEntries = p.inv.ServiceEntries
-	addNs := func(ns string) {
-		if _, ok := slim.Namespaces[ns]; ok {
-			return
-		}
-		if n, ok := p.inv.Namespaces[ns]; ok {
-			slim.Namespaces[ns] = n
-		} else {
-			slim.Namespaces[ns] = &mesh.Namespace{Meta: mesh.Meta{Kind: "Namespace", APIVersion: "v1", Name: ns}}
-		}
-	}
-	addNs(d.Namespace)
-	for _, se := range p.inv.ServiceEntries {
-		addNs(se.Namespace)
-	}
-	for _, dep := range d.Dependencies {
-		// Every Service the dependency could name: "name" in the scope's namespace, or
-		// "name.namespace[.svc[.domain]]".
-		parts := strings.Split(strings.ToLower(dep.Service), ".")
-		keys := []string{d.Namespace + "/" + parts[0]}
-		if len(parts) > 1 {
-			keys = append(keys, parts[1]+"/"+parts[0])
-		}
-		for _, k := range keys {
-			if svc := p.services[k]; svc != nil && !slices.Contains(slim.Services, svc) {
-				slim.Services = append(slim.Services, svc)
-				addNs(svc.Namespace)
-			}
-		}
-	}
-	return slim
 }
 
 // dependencies are the calls' dependencies, less those refused, each with its evidence.
