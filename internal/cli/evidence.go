@@ -44,7 +44,7 @@ func addEvidenceFlags(fs *flag.FlagSet, what string) *evidenceFlags {
 	e := &evidenceFlags{fs: fs}
 	fs.StringVar(&e.prometheus, "prometheus", "", "URL of the Prometheus that holds Istio's metrics ("+what+"), e.g. http://prometheus.istio-system:9090")
 	fs.StringVar(&e.observed, "observed", "", "snapshot file of Prometheus's answer to meshscope's query ("+what+"; the query command prints how to write it)")
-	fs.StringVar(&e.window, "window", traffic.DefaultWindow, "how far back to look, a Prometheus duration (7d, 36h); with --observed, the file's own window is used")
+	fs.StringVar(&e.window, "window", traffic.DefaultWindow, "how far back to look, a Prometheus duration (7d, 36h); --observed reads the file's own window, and a different --window is an error")
 	fs.StringVar(&e.tokenEnv, "bearer-token-env", "", "--prometheus: the environment variable holding a bearer token (default "+TokenEnv+" when set)")
 	fs.Var(&e.headers, "header", "--prometheus: an HTTP header to send, NAME=VALUE (repeatable), e.g. a tenant header")
 	fs.StringVar(&e.caFile, "ca-certificate", "", "--prometheus: PEM file of the CA to trust besides the system's")
