@@ -66,12 +66,13 @@ func readFile(t *testing.T, path string) []byte {
 
 // TestSuggestTerraformFmt: terraform fmt leaves the HCL unchanged.
 func TestSuggestTerraformFmt(t *testing.T) {
-	tf, err := exec.LookPath("terraform")
-	if err != nil {
-		tf = "/usr/local/bin/terraform"
-	}
-	if _, err := os.Stat(tf); err != nil {
-		t.Skipf("no terraform binary to run terraform fmt with: %v", err)
+	// The terraform the acceptance tests run (make exports it), else the one on PATH.
+	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if tf == "" {
+		var err error
+		if tf, err = exec.LookPath("terraform"); err != nil {
+			t.Skipf("no terraform binary to run terraform fmt with (set TF_ACC_TERRAFORM_PATH): %v", err)
+		}
 	}
 	dir := t.TempDir()
 	_, out, _ := run(t, "", "suggest", "-f", suggestMesh, "--observed", suggestObserved)
