@@ -78,24 +78,39 @@ func newRoutability(inv *mesh.Inventory, opts scope.Options) *routability {
 	return &routability{idx: newCompileIndex(inv), opts: opts, cache: map[string]string{}}
 }
 
-func (r *routability) reason(ns, dependency string, port int) string {
-	key := fmt.Sprintf("%s|%s|%d", ns, dependency, port)
-	if why, ok := r.cache[key]; ok {
-		return why
+// reasons answers for every cut call of one workload's namespace, compiling the dependencies it
+// has no answer for yet in one declaration (the compiler reports every refused dependency of a
+// declaration at once).
+func (r *routability) reasons(ns string, calls []CutCall) []string {
+	key := func(c CutCall) string { return fmt.Sprintf("%s|%s|%d", ns, c.Dependency, c.Port) }
+	d := scope.Declaration{Namespace: ns}
+	var asked []string
+	for _, c := range calls {
+		k := key(c)
+		if _, ok := r.cache[k]; ok || slices.Contains(asked, k) {
+			continue
+		}
+		dep := scope.Dependency{Service: c.Dependency}
+		if c.Port > 0 {
+			dep.Ports = []uint32{uint32(c.Port)}
+		}
+		d.Dependencies = append(d.Dependencies, dep)
+		asked = append(asked, k)
 	}
-	dep := scope.Dependency{Service: dependency}
-	if port > 0 {
-		dep.Ports = []uint32{uint32(port)}
-	}
-	d := scope.Declaration{Namespace: ns, Dependencies: []scope.Dependency{dep}}
-	_, problems := scope.Compile(r.idx.inventory(d), d, r.opts)
-	why := ""
-	for _, pb := range problems {
-		if !pb.Warning && pb.Attribute == scope.AttrDependencies {
-			why = pb.Summary + ": " + pb.Detail
-			break
+	if len(asked) > 0 {
+		_, problems := scope.Compile(r.idx.inventory(d), d, r.opts)
+		for _, k := range asked {
+			r.cache[k] = ""
+		}
+		for _, pb := range problems {
+			if !pb.Warning && pb.Attribute == scope.AttrDependencies && pb.Index >= 0 && pb.Index < len(asked) {
+				r.cache[asked[pb.Index]] = pb.Summary + ": " + pb.Detail
+			}
 		}
 	}
-	r.cache[key] = why
-	return why
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = r.cache[key(c)]
+	}
+	return out
 }

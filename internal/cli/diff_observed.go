@@ -33,7 +33,54 @@ type CutCall struct {
 // diffEvidence is the evidence diff checks the head tree against.
 type diffEvidence struct {
 	*traffic.Evidence
-	route *routability
+	route    *routability
+	outbound outboundIndex
+}
+
+// outboundIndex finds the clusters of an outbound list by host, so that a call is checked
+// against the few clusters of its host rather than a whole mesh's. It keeps the index of the
+// last lists it saw: the predictor gives the proxies of one scope the same list, and the
+// workloads come grouped by namespace.
+type outboundIndex struct {
+	m map[outboundKey]map[string][]int
+}
+
+type outboundKey struct {
+	first *predict.Cluster
+	n     int
+}
+
+const outboundIndexSize = 16
+
+// cut is traffic.Cut(calls, outbound), given only the clusters of the calls' hosts.
+func (x *outboundIndex) cut(calls []traffic.Call, outbound []predict.Cluster) []traffic.Call {
+	if len(outbound) == 0 {
+		return traffic.Cut(calls, nil)
+	}
+	k := outboundKey{&outbound[0], len(outbound)}
+	byHost, ok := x.m[k]
+	if !ok {
+		byHost = map[string][]int{}
+		for i, c := range outbound {
+			byHost[c.FQDN] = append(byHost[c.FQDN], i)
+		}
+		if x.m == nil || len(x.m) >= outboundIndexSize {
+			x.m = make(map[outboundKey]map[string][]int, outboundIndexSize)
+		}
+		x.m[k] = byHost
+	}
+	var relevant []predict.Cluster
+	var hosts []string
+	for _, c := range calls {
+		if slices.Contains(hosts, c.Host) {
+			continue
+		}
+		hosts = append(hosts, c.Host)
+		for _, i := range byHost[c.Host] {
+			relevant = append(relevant, outbound[i])
+		}
+	}
+	return traffic.Cut(calls, relevant)
 }
 
 // CutRow is a workload whose cluster list does not change but whose observed calls the head
@@ -53,20 +100,23 @@ func observedCuts(ev *diffEvidence, base, head *predict.Predictor, w predict.Wor
 	if len(calls) == 0 {
 		return nil
 	}
-	cut := traffic.Cut(calls, head.Outbound(w.Proxy()))
+	cut := ev.outbound.cut(calls, head.Outbound(w.Proxy()))
 	if len(cut) == 0 {
 		return nil
 	}
 	cutBefore := map[string]bool{}
 	if inBase {
-		for _, c := range traffic.Cut(cut, base.Outbound(w.Proxy())) {
+		for _, c := range ev.outbound.cut(cut, base.Outbound(w.Proxy())) {
 			cutBefore[callKey(c)] = true
 		}
 	}
 	out := make([]CutCall, 0, len(cut))
 	for _, c := range cut {
 		out = append(out, CutCall{Host: c.Host, Port: c.Port, Protocol: c.Protocol, Count: int64(c.Count + 0.5), Unit: c.Unit(),
-			Dependency: c.Dependency(), New: !inBase || !cutBefore[callKey(c)], Unroutable: ev.route.reason(w.Namespace, c.Dependency(), c.Port)})
+			Dependency: c.Dependency(), New: !inBase || !cutBefore[callKey(c)]})
+	}
+	for i, why := range ev.route.reasons(w.Namespace, out) {
+		out[i].Unroutable = why
 	}
 	slices.SortStableFunc(out, func(a, b CutCall) int {
 		return cmp.Or(boolRank(!a.New)-boolRank(!b.New), cmp.Compare(b.Count, a.Count), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))

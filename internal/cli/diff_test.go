@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -338,5 +340,44 @@ func TestDiffObserved_BadInput(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.msg) || out != "" {
 			t.Errorf("%v: exit %d (want %d), stderr %q, want %q", tc.args, code, tc.code, errs, tc.msg)
 		}
+	}
+}
+
+// BenchmarkDiffObserved is the GitOps review of the mesh-wide first rollout with evidence:
+// `diff --observed` from bench's mesh of MESHSCOPE_DIFF_SERVICES services (5,000 by default)
+// with no Sidecar to the same mesh with a namespace-default Sidecar ("./*", "istio-system/*")
+// in every namespace, where every workload calls its service's dependencies (most of them in
+// other namespaces, which the rollout cuts). Run it under /usr/bin/time -v for the peak RSS.
+func BenchmarkDiffObserved(b *testing.B) {
+	n := 5000
+	if v := os.Getenv("MESHSCOPE_DIFF_SERVICES"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m := bench.Generate(bench.DefaultSpec(n))
+	sidecars, err := m.SidecarsYAML(bench.PolicyNamespace, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	base, head := filepath.Join(dir, "base.yaml"), filepath.Join(dir, "head.yaml")
+	snap := filepath.Join(dir, "observed.json")
+	for path, data := range map[string][]byte{base: m.YAML(), head: append(m.YAML(), sidecars...), snap: benchSnapshot(m, "7d")} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, o := range []string{"table", "markdown", "json"} {
+		b.Run(o, func(b *testing.B) {
+			for range b.N {
+				var out countingWriter
+				var errb strings.Builder
+				if code := Run([]string{"diff", "--base", base, "--head", head, "--observed", snap, "-o", o, "--quiet"}, nil, &out, &errb); code != ExitChanged {
+					b.Fatalf("exit %d: %s", code, errb.String())
+				}
+				b.ReportMetric(float64(out.n), "output-bytes")
+			}
+		})
 	}
 }

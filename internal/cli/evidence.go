@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -94,6 +95,11 @@ func (e *evidenceFlags) check(required bool, stderr io.Writer) int {
 			}
 		}
 		return ExitOK
+	}
+	if u, err := url.Parse(e.prometheus); err == nil && u.User != nil {
+		fmt.Fprintf(stderr, "--prometheus %s: the URL carries credentials, which would sit in shell histories and ps: "+
+			"give a bearer token in an environment variable named by --bearer-token-env (or in %s) instead\n", u.Redacted(), TokenEnv)
+		return ExitUsage
 	}
 	if e.timeout <= 0 {
 		fmt.Fprintf(stderr, "--timeout %s: give a duration longer than zero, such as 30s\n", e.timeout)

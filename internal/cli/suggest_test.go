@@ -387,6 +387,7 @@ func TestSuggestBadInput(t *testing.T) {
 		{"bad CA", with("--prometheus", "https://127.0.0.1:1", "--ca-certificate", ca), ExitError, []string{"--ca-certificate", "PEM"}},
 		{"missing CA", with("--prometheus", "https://127.0.0.1:1", "--ca-certificate", filepath.Join(dir, "nope.pem")), ExitError, []string{"--ca-certificate", "nope.pem"}},
 		{"bad URL", with("--prometheus", "prometheus:9090"), ExitError, []string{`"prometheus:9090"`, "http(s) URL"}},
+		{"credentials in the URL", with("--prometheus", "http://admin:hunter2@prometheus:9090"), ExitUsage, []string{"carries credentials", "--bearer-token-env"}},
 		{"bad timeout", with("--prometheus", "http://127.0.0.1:1", "--timeout", "0s"), ExitUsage, []string{"--timeout 0s"}},
 		{"unreachable", with("--prometheus", "http://127.0.0.1:1", "--timeout", "5s"), ExitError, []string{"http://127.0.0.1:1", "--prometheus URL"}},
 	}
@@ -400,6 +401,9 @@ func TestSuggestBadInput(t *testing.T) {
 				if !strings.Contains(errs, m) {
 					t.Errorf("stderr lacks %q:\n%s", m, errs)
 				}
+			}
+			if strings.Contains(errs, "hunter2") {
+				t.Errorf("a password is printed: %s", errs)
 			}
 			if code != ExitOK && out != "" {
 				t.Errorf("a failed run wrote to stdout:\n%s", out)
