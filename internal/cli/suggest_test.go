@@ -261,10 +261,6 @@ var generated struct {
 func generatedMesh(t *testing.T) string {
 	t.Helper()
 	generated.once.Do(func() {
-		generated.dir, generated.err = os.MkdirTemp("", "meshscope-suggest-")
-		if generated.err != nil {
-			return
-		}
 		m := bench.Generate(bench.DefaultSpec(300))
 		generated.mesh = filepath.Join(generated.dir, "mesh.yaml")
 		generated.snapshot = filepath.Join(generated.dir, "observed.json")
@@ -316,11 +312,16 @@ func benchSnapshot(m *bench.Mesh, window string) []byte {
 	return []byte(b.String())
 }
 
+// TestMain makes the directory of the generated mesh, which several tests share.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if generated.dir != "" {
-		_ = os.RemoveAll(generated.dir)
+	dir, err := os.MkdirTemp("", "meshscope-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	generated.dir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
