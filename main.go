@@ -1,5 +1,5 @@
 // Command terraform-provider-meshscope serves the meshscope Terraform provider.
-// Given one of the subcommands (clusters, render, diff, version, help) it runs the command line
+// Given one of the subcommands (clusters, diff, render, suggest, query, version, help) it runs the command line
 // instead: `terraform-provider-meshscope clusters -f PATH --namespace NS --labels k=v`.
 package main
 
@@ -28,6 +28,8 @@ var subcommands = map[string]bool{
 	"clusters": true,
 	"diff":     true,
 	"render":   true,
+	"suggest":  true,
+	"query":    true,
 	"version":  true, "--version": true, "-version": true,
 	"help": true, "-h": true, "-help": true, "--help": true,
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -105,7 +107,8 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, code, errs)
 		}
 		// Every command, with its flags.
-		for _, want := range []string{"clusters", "diff", "render", "version", "-namespace", "-pod", "-base", "-head", "-domain-suffix", "-out", "-check", "-debug"} {
+		for _, want := range []string{"clusters", "diff", "render", "suggest", "query", "version", "-namespace", "-pod", "-base", "-head", "-domain-suffix", "-out", "-check", "-debug",
+			"-prometheus", "-observed", "-window", "-bearer-token-env", "-header", "-ca-certificate", "-insecure", "-timeout", "-import", "tf.json", "MESHSCOPE_PROMETHEUS_TOKEN"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: the help lacks %q:\n%s", args, want, out)
 			}
@@ -137,5 +140,26 @@ func TestProgress(t *testing.T) {
 	// A quick command prints nothing but its output.
 	if code, _, errs := run(t, "", "clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "-o", "names"); code != ExitOK || errs != "" {
 		t.Errorf("clusters: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestQuery(t *testing.T) {
+	code, out, errs := run(t, "", "query", "--window", "36h")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{traffic.Query("36h"), traffic.SnapshotCommand("36h"), "PROM="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("query output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, out, _ := run(t, "", "query"); !strings.Contains(out, traffic.Query(traffic.DefaultWindow)) {
+		t.Errorf("query without --window does not use the default window:\n%s", out)
+	}
+	if code, _, errs := run(t, "", "query", "--window", "a week"); code != ExitUsage || !strings.Contains(errs, `"a week"`) {
+		t.Errorf("bad window: exit %d, %q", code, errs)
+	}
+	if code, _, errs := run(t, "", "query", "extra"); code != ExitUsage || !strings.Contains(errs, `"extra"`) {
+		t.Errorf("an argument: exit %d, %q", code, errs)
 	}
 }

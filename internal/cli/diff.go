@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -29,10 +31,14 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	hostLimit := fs.Int("host-limit", DefaultHostLimit, "most hosts (and, in json, clusters) listed per workload and direction; the counts are always full; 0 lists all")
 	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
 	full := fs.Bool("full", false, "markdown: every changed workload, not the largest changes that fit a pull-request comment")
+	evf := addEvidenceFlags(fs, "flags the observed calls the head tree's Sidecars would cut")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]")
+		fmt.Fprintln(stderr, "         [--prometheus URL [--bearer-token-env NAME] [--header NAME=VALUE ...] [--ca-certificate FILE] [--insecure] [--timeout D] | --observed FILE] [--window W]")
 		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - reads stdin (for one of the two).")
-		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage.")
+		fmt.Fprintln(stderr, "With --prometheus or --observed, every workload's observed calls that the head tree's Sidecars would cut are flagged,")
+		fmt.Fprintln(stderr, "those this change cuts (new) and those cut today already, also for workloads whose cluster list does not change.")
+		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage (cut calls alone do not change it).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,6 +59,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "--host-limit %d: give a number of hosts, or 0 for all\n", *hostLimit)
 		return ExitUsage
 	}
+	if code := evf.check(false, stderr); code != ExitOK {
+		return code
+	}
 	if *base == "-" && *head == "-" {
 		fmt.Fprintln(stderr, "stdin can be read once: give - for only one of --base and --head")
 		return ExitUsage
@@ -65,25 +74,41 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	prog := newProgress(stderr, *quiet)
-	load := func(which, path string) (*predict.Predictor, int) {
+	load := func(which, path string) (*predict.Predictor, *mesh.Inventory, int) {
 		inv, code := loadInventory([]string{path}, stdin, stderr, which+": ", prog)
 		if code != ExitOK {
-			return nil, code
+			return nil, nil, code
 		}
 		p, err := predict.New(inv, opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %s: %v\n", which, err)
-			return nil, ExitError
+			return nil, nil, ExitError
 		}
-		return p, ExitOK
+		return p, inv, ExitOK
 	}
-	pb, code := load("base", *base)
+	pb, _, code := load("base", *base)
 	if code != ExitOK {
 		return code
 	}
-	ph, code := load("head", *head)
+	ph, headInv, code := load("head", *head)
 	if code != ExitOK {
 		return code
+	}
+	// The observed calls are the head tree's workloads' calls, to the head tree's hosts.
+	var ev *diffEvidence
+	if evf.given() {
+		start := time.Now()
+		snap, code := evf.snapshot(context.Background(), stderr)
+		if code != ExitOK {
+			return code
+		}
+		prog.done(start, "read %d series from %s", len(snap.Series), snap.Source)
+		resolved, code := resolveEvidence(snap, headInv, *domain, stderr)
+		if code != ExitOK {
+			return code
+		}
+		reportUnknown(resolved, nil, stderr)
+		ev = &diffEvidence{Evidence: resolved, route: newRoutability(headInv, scope.Options{DomainSuffix: *domain, IstioVersion: *ver})}
 	}
 	var changed int
 	var err error
@@ -91,24 +116,26 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer func() { prog.done(reviewStart, "predicted and compared every workload (%d changed)", changed) }()
 	switch *out {
 	case "json":
-		changed, err = writeDiffJSON(stdout, pb, ph, *hostLimit)
+		changed, err = writeDiffJSON(stdout, pb, ph, *hostLimit, ev)
 	case "markdown":
 		var rows []DiffRow
-		rows, err = collectDiff(pb, ph, *hostLimit)
+		var obs *observedReview
+		rows, obs, err = collectDiff(pb, ph, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
 			limit := MarkdownLimit
 			if *full {
 				limit = 0
 			}
-			writeDiffMarkdown(stdout, rows, limit)
+			writeDiffMarkdown(stdout, rows, limit, obs)
 		}
 	default:
 		var rows []DiffRow
-		rows, err = collectDiff(pb, ph, *hostLimit)
+		var obs *observedReview
+		rows, obs, err = collectDiff(pb, ph, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
-			writeDiffTable(stdout, rows)
+			writeDiffTable(stdout, rows, obs)
 		}
 	}
 	if err != nil {
@@ -130,7 +157,8 @@ const DefaultHostLimit = 25
 const MarkdownLimit = 60000
 
 // JSONSchemaVersion is the schema_version of the -o json documents of clusters and diff. It
-// changes when a field is removed or changes meaning; new fields keep it.
+// changes when a field is removed or changes meaning; new fields keep it (the observed_cut
+// fields and the observed object of diff with evidence are new fields of version 1).
 const JSONSchemaVersion = 1
 
 // DiffRow is one workload whose cluster list changes, with its lists capped at the host limit
@@ -150,6 +178,12 @@ type DiffRow struct {
 	RemovedClusters     []string       `json:"removed_clusters"`
 	RemovedClusterCount int            `json:"removed_cluster_count"`
 	Risks               []predict.Risk `json:"risks"`
+	// With evidence (--prometheus, --observed): the workload's observed calls the head tree
+	// cuts, capped at the host limit, new ones first; the full count, and how many are new.
+	// Absent without evidence, and when none is cut.
+	ObservedCut         []CutCall `json:"observed_cut,omitempty"`
+	ObservedCutCount    int       `json:"observed_cut_count,omitempty"`
+	ObservedCutNewCount int       `json:"observed_cut_new_count,omitempty"`
 }
 
 func newDiffRow(rv predict.WorkloadReview, limit int) DiffRow {
@@ -169,25 +203,54 @@ func newDiffRow(rv predict.WorkloadReview, limit int) DiffRow {
 	}
 }
 
-// collectDiff returns the changed workloads, capped, in order.
-func collectDiff(base, head *predict.Predictor, limit int) ([]DiffRow, error) {
+// observedReview is what the evidence adds to a review held in memory (table, markdown): the
+// source and window, and the workloads whose cluster list does not change but whose observed
+// calls the head tree cuts.
+type observedReview struct {
+	source, window string
+	unchanged      []CutRow
+}
+
+// collectDiff returns the changed workloads, capped, in order; with evidence, also the
+// unchanged workloads with calls cut.
+func collectDiff(base, head *predict.Predictor, limit int, ev *diffEvidence) ([]DiffRow, *observedReview, error) {
 	var rows []DiffRow
-	err := EachDiff(base, head, limit, func(r DiffRow) error {
+	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
 		rows = append(rows, r)
 		return nil
 	})
-	return rows, err
+	if err != nil || ev == nil {
+		return rows, nil, err
+	}
+	obs := &observedReview{source: ev.Source, window: ev.Window}
+	err = eachUnchangedCut(base, head, limit, ev, changedSet(rows), func(r CutRow) error {
+		obs.unchanged = append(obs.unchanged, r)
+		return nil
+	})
+	return rows, obs, err
+}
+
+func changedSet(rows []DiffRow) map[string]bool {
+	out := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		out[r.Namespace+"/"+r.Workload] = true
+	}
+	return out
 }
 
 // writeDiffJSON streams the -o json document, a row at a time, so that its memory does not
-// grow with the mesh. It returns the number of changed workloads.
-func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int) (int, error) {
+// grow with the mesh. It returns the number of changed workloads. With evidence, the unchanged
+// workloads with calls cut follow in a second pass over the head tree, which keeps only the
+// names of the changed ones.
+func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *diffEvidence) (int, error) {
 	// A bufio.Writer keeps its first error and returns it from Flush, so the writes below need
 	// no checks of their own.
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\n  \"schema_version\": %d,\n  \"changes\": [", JSONSchemaVersion)
 	n := 0
-	err := EachDiff(base, head, limit, func(r DiffRow) error {
+	changed := map[string]bool{}
+	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
+		changed[r.Namespace+"/"+r.Workload] = true
 		b, err := json.MarshalIndent(r, "    ", "  ")
 		if err != nil {
 			return err
@@ -204,11 +267,39 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int) (int, 
 	if err != nil {
 		return n, err
 	}
-	end := "]\n}\n"
+	end := "]"
 	if n > 0 {
-		end = "\n  ]\n}\n"
+		end = "\n  ]"
 	}
 	_, _ = bw.WriteString(end)
+	if ev != nil {
+		src, _ := json.Marshal(ev.Source)
+		win, _ := json.Marshal(ev.Window)
+		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, ev.Series)
+		m := 0
+		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error {
+			b, err := json.MarshalIndent(r, "      ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := "\n      "
+			if m > 0 {
+				sep = ",\n      "
+			}
+			_, _ = bw.WriteString(sep)
+			_, _ = bw.Write(b)
+			m++
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+		if m > 0 {
+			_, _ = bw.WriteString("\n    ")
+		}
+		fmt.Fprintf(bw, "],\n    \"unchanged_cut_count\": %d\n  }", m)
+	}
+	_, _ = bw.WriteString("\n}\n")
 	return n, bw.Flush()
 }
 
@@ -216,15 +307,33 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int) (int, 
 // list changes, capped at limit hosts and clusters per list (0: no cap), sorted by namespace
 // and workload. Only one full review is held at a time.
 func EachDiff(base, head *predict.Predictor, limit int, fn func(DiffRow) error) error {
+	return eachDiff(base, head, limit, nil, fn)
+}
+
+// eachDiff is EachDiff; with evidence, each row also holds the workload's observed calls that
+// the head tree cuts.
+func eachDiff(base, head *predict.Predictor, limit int, ev *diffEvidence, fn func(DiffRow) error) error {
 	type key struct{ ns, kind, name string }
-	seen := map[key]predict.WorkloadProxy{}
+	type sides struct {
+		first          predict.WorkloadProxy // reviewed on both sides, as before
+		head           predict.WorkloadProxy
+		inBase, inHead bool
+	}
+	seen := map[key]*sides{}
 	var keys []key
-	for _, p := range []*predict.Predictor{base, head} {
+	for i, p := range []*predict.Predictor{base, head} {
 		for _, w := range p.WorkloadProxies() {
 			k := key{w.Namespace, w.Kind, w.Name}
-			if _, ok := seen[k]; !ok {
-				seen[k] = w
+			s, ok := seen[k]
+			if !ok {
+				s = &sides{first: w}
+				seen[k] = s
 				keys = append(keys, k)
+			}
+			if i == 0 {
+				s.inBase = true
+			} else {
+				s.inHead, s.head = true, w
 			}
 		}
 	}
@@ -240,10 +349,38 @@ func EachDiff(base, head *predict.Predictor, limit int, fn func(DiffRow) error) 
 	})
 	reviewer := predict.NewReviewer(base, head)
 	for _, k := range keys {
-		if rv := reviewer.Review(seen[k]); rv.Changed() {
-			if err := fn(newDiffRow(rv, limit)); err != nil {
-				return err
-			}
+		s := seen[k]
+		rv := reviewer.Review(s.first)
+		if !rv.Changed() {
+			continue
+		}
+		row := newDiffRow(rv, limit)
+		if ev != nil && s.inHead {
+			cuts := observedCuts(ev, base, head, s.head, s.inBase)
+			row.ObservedCut, row.ObservedCutCount, row.ObservedCutNewCount = cappedCuts(cuts, limit), len(cuts), countNew(cuts)
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachUnchangedCut calls fn with each workload of the head tree that changed does not hold
+// ("namespace/Kind/name") and whose observed calls the head tree cuts, in the order of eachDiff.
+// Its cluster list is the same on both sides, so every such call is cut today already.
+func eachUnchangedCut(base, head *predict.Predictor, limit int, ev *diffEvidence, changed map[string]bool, fn func(CutRow) error) error {
+	for _, w := range head.WorkloadProxies() {
+		id := w.Kind + "/" + w.Name
+		if changed[w.Namespace+"/"+id] || len(ev.Calls(w.Namespace, w.Name)) == 0 {
+			continue
+		}
+		cuts := observedCuts(ev, base, head, w, true)
+		if len(cuts) == 0 {
+			continue
+		}
+		if err := fn(CutRow{Namespace: w.Namespace, Workload: id, ObservedCut: cappedCuts(cuts, limit), ObservedCutCount: len(cuts)}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -275,32 +412,86 @@ func signed(n int) string {
 	return strconv.Itoa(n)
 }
 
-func writeDiffTable(w io.Writer, rows []DiffRow) {
+func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "No proxy's cluster list changes.")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+		head := "NAMESPACE\tWORKLOAD\tBEFORE\tAFTER\tDELTA\tHOSTS ADDED\tHOSTS REMOVED\tRISK"
+		if obs != nil {
+			head += "\tOBSERVED CALLS CUT"
+		}
+		fmt.Fprintln(tw, head)
+		for _, r := range rows {
+			risk := "-"
+			if len(r.Risks) > 0 {
+				risk = strings.Join(riskMessages(r.Risks), "; ")
+			}
+			line := fmt.Sprintf("%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s", r.Namespace, r.Workload, r.Before, r.After, signed(r.Delta),
+				hostList(r.AddedHosts, r.AddedHostCount), hostList(r.RemovedHosts, r.RemovedHostCount), risk)
+			if obs != nil {
+				line += "\t" + cutList(r.ObservedCut, r.ObservedCutCount)
+			}
+			fmt.Fprintln(tw, line)
+		}
+		_ = tw.Flush()
+	}
+	if obs == nil {
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tBEFORE\tAFTER\tDELTA\tHOSTS ADDED\tHOSTS REMOVED\tRISK")
-	for _, r := range rows {
-		risk := "-"
-		if len(r.Risks) > 0 {
-			risk = strings.Join(riskMessages(r.Risks), "; ")
+	fmt.Fprintf(w, "\n%s\n", obs.summary(rows))
+	if len(obs.unchanged) > 0 {
+		fmt.Fprintln(w, "\nObserved calls cut today, by workloads whose cluster list does not change:")
+		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+		fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tOBSERVED CALLS CUT")
+		for _, r := range obs.unchanged {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Namespace, r.Workload, cutList(r.ObservedCut, r.ObservedCutCount))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.Delta),
-			hostList(r.AddedHosts, r.AddedHostCount), hostList(r.RemovedHosts, r.RemovedHostCount), risk)
+		_ = tw.Flush()
 	}
-	_ = tw.Flush()
+}
+
+// summary says in one sentence what the evidence found.
+func (o *observedReview) summary(rows []DiffRow) string {
+	var newCalls, newWorkloads, oldCalls, oldWorkloads int
+	for _, r := range rows {
+		if r.ObservedCutNewCount > 0 {
+			newCalls += r.ObservedCutNewCount
+			newWorkloads++
+		}
+		if old := r.ObservedCutCount - r.ObservedCutNewCount; old > 0 {
+			oldCalls += old
+			oldWorkloads++
+		}
+	}
+	for _, r := range o.unchanged {
+		oldCalls += r.ObservedCutCount
+		oldWorkloads++
+	}
+	fresh := "this change cuts no observed call"
+	if newCalls > 0 {
+		fresh = fmt.Sprintf("this change cuts calls to %s from %s", plural(newCalls, "destination", "destinations"), plural(newWorkloads, "workload", "workloads"))
+	}
+	old := "no observed call is cut today"
+	if oldCalls > 0 {
+		old = fmt.Sprintf("calls to %s from %s are cut today already", plural(oldCalls, "destination", "destinations"), plural(oldWorkloads, "workload", "workloads"))
+	}
+	return fmt.Sprintf("Observed calls over %s (%s): %s; %s.", o.window, o.source, fresh, old)
 }
 
 // writeDiffMarkdown writes the pull-request comment. With limit > 0 it stays under limit
 // characters: a summary, then the largest changes (by |delta|) that fit, then how many workloads
-// are left out; the risky tightenings come first, as they need a reviewer most.
-func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int) {
+// are left out; the observed calls this change cuts and the risky tightenings come first, as
+// they need a reviewer most.
+func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview) {
 	var b strings.Builder
 	b.WriteString("### meshscope: predicted Envoy cluster changes\n\n")
 	if len(rows) == 0 {
 		b.WriteString("No proxy's cluster list changes.\n")
+		if obs != nil {
+			b.WriteString("\n")
+			writeObservedMarkdown(&b, rows, limit, obs)
+		}
 		_, _ = io.WriteString(w, b.String())
 		return
 	}
@@ -318,10 +509,15 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int) {
 		what = "workload changes"
 	}
 	fmt.Fprintf(&b, "%d %s: %d Envoy clusters before, %d after (%s).\n\n", len(rows), what, before, after, signed(after-before))
+	if obs != nil {
+		writeObservedMarkdown(&b, rows, limit, obs)
+		b.WriteString("\n")
+	}
 	if len(risky) > 0 {
 		b.WriteString("**Risky tightenings**\n\n")
+		start := b.Len()
 		for i, l := range risky {
-			if limit > 0 && b.Len()+len(l) > limit/4 {
+			if limit > 0 && b.Len()-start+len(l) > limit/4 {
 				fmt.Fprintf(&b, "- ... and %d more\n", len(risky)-i)
 				break
 			}
@@ -334,12 +530,20 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int) {
 		order = slices.Clone(rows)
 		slices.SortStableFunc(order, func(x, y DiffRow) int { return abs(y.Delta) - abs(x.Delta) })
 	}
-	b.WriteString("| Namespace | Workload | Before | After | Delta | Hosts added | Hosts removed |\n")
-	b.WriteString("|---|---|---:|---:|---:|---|---|\n")
+	if obs != nil {
+		b.WriteString("| Namespace | Workload | Before | After | Delta | Hosts added | Hosts removed | Observed calls cut |\n")
+		b.WriteString("|---|---|---:|---:|---:|---|---|---:|\n")
+	} else {
+		b.WriteString("| Namespace | Workload | Before | After | Delta | Hosts added | Hosts removed |\n")
+		b.WriteString("|---|---|---:|---:|---:|---|---|\n")
+	}
 	const tailRoom = 200 // for the "N more" line
 	for i, r := range order {
 		line := fmt.Sprintf("| %s | %s | %d | %d | %s | %s | %s |\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.Delta),
 			mdHosts(r.AddedHosts, r.AddedHostCount), mdHosts(r.RemovedHosts, r.RemovedHostCount))
+		if obs != nil {
+			line = strings.TrimSuffix(line, "\n") + " " + mdCutCount(r) + " |\n"
+		}
 		if limit > 0 && b.Len()+len(line)+tailRoom > limit {
 			fmt.Fprintf(&b, "\n%d more workloads change, with smaller deltas; run `diff -o markdown --full` or `-o json` for all of them.\n", len(order)-i)
 			break
@@ -369,4 +573,61 @@ func mdHosts(h []string, count int) string {
 		out += fmt.Sprintf("<br>(+%d more)", more)
 	}
 	return out
+}
+
+// mdCutCount is the table cell of a row's cut calls: "3 (2 new)", or "-".
+func mdCutCount(r DiffRow) string {
+	switch {
+	case r.ObservedCutCount == 0:
+		return "-"
+	case r.ObservedCutNewCount == 0:
+		return strconv.Itoa(r.ObservedCutCount)
+	}
+	return fmt.Sprintf("%d (%d new)", r.ObservedCutCount, r.ObservedCutNewCount)
+}
+
+// writeObservedMarkdown writes the evidence's part of the comment: a summary, the calls this
+// change cuts, then those cut today already. With limit > 0, each list stays within a share of
+// it and says how many it leaves out.
+func writeObservedMarkdown(b *strings.Builder, rows []DiffRow, limit int, obs *observedReview) {
+	fmt.Fprintf(b, "%s\n", obs.summary(rows))
+	var fresh, old []string
+	for _, r := range rows {
+		for _, c := range r.ObservedCut {
+			line := mdCut(r.Namespace, r.Workload, c, obs.window)
+			if c.New {
+				fresh = append(fresh, "- :x: "+line)
+			} else {
+				old = append(old, "- :warning: "+line)
+			}
+		}
+		// The calls past the host limit are counted, not listed.
+		if more := r.ObservedCutCount - len(r.ObservedCut); more > 0 {
+			old = append(old, fmt.Sprintf("- `%s/%s`: %d more (run `diff -o json --host-limit 0` for all)\n", r.Namespace, r.Workload, more))
+		}
+	}
+	for _, r := range obs.unchanged {
+		for _, c := range r.ObservedCut {
+			old = append(old, "- :warning: "+mdCut(r.Namespace, r.Workload, c, obs.window))
+		}
+		if more := r.ObservedCutCount - len(r.ObservedCut); more > 0 {
+			old = append(old, fmt.Sprintf("- `%s/%s`: %d more (run `diff -o json --host-limit 0` for all)\n", r.Namespace, r.Workload, more))
+		}
+	}
+	list := func(title string, lines []string, budget int) {
+		if len(lines) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "\n**%s**\n\n", title)
+		start := b.Len()
+		for i, l := range lines {
+			if budget > 0 && b.Len()-start+len(l) > budget {
+				fmt.Fprintf(b, "- ... and %d more\n", len(lines)-i)
+				break
+			}
+			b.WriteString(l)
+		}
+	}
+	list("Observed calls this change cuts", fresh, limit/4)
+	list("Observed calls cut today already (declare them, or they pass through or fail)", old, limit/8)
 }

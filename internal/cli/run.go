@@ -1,5 +1,5 @@
 // Package cli is the meshscope command line, served by the provider binary:
-// `terraform-provider-meshscope clusters|render|diff ...`.
+// `terraform-provider-meshscope clusters|diff|render|suggest|query ...`.
 package cli
 
 import (
@@ -30,6 +30,8 @@ Commands:
   clusters   predict the Envoy CDS clusters istiod pushes to one sidecar proxy
   diff       compare every proxy's predicted clusters between two manifest trees
   render     write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps
+  suggest    write a meshscope_workload_scope per calling workload, from the calls Prometheus observed
+  query      print the PromQL meshscope issues and the command that writes a snapshot of its answer
   version    print the version
   help       print this help, with every command's flags
 
@@ -50,6 +52,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDiff(args[1:], stdin, stdout, stderr)
 	case "render":
 		return runRender(args[1:], stdin, stdout, stderr)
+	case "suggest":
+		return runSuggest(args[1:], stdin, stdout, stderr)
+	case "query":
+		return runQuery(args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "terraform-provider-meshscope %s\n", Version)
 		return ExitOK
@@ -59,7 +65,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, cmd := range []struct {
 			name string
 			run  func([]string, io.Reader, io.Writer, io.Writer) int
-		}{{"clusters", runClusters}, {"diff", runDiff}, {"render", runRender}} {
+		}{{"clusters", runClusters}, {"diff", runDiff}, {"render", runRender}, {"suggest", runSuggest}, {"query", runQuery}} {
 			var b bytes.Buffer
 			cmd.run([]string{"-h"}, nil, io.Discard, &b)
 			fmt.Fprintf(stdout, "\n%s:\n%s", cmd.name, b.String())

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
+)
+
+const queryUsage = `Usage: terraform-provider-meshscope query [--window W]
+
+Prints the one PromQL instant query meshscope evaluates for observed traffic (suggest, diff and
+the provider's prometheus block), and the one command that writes its answer to a snapshot file
+for --observed (and the provider's observed_traffic_file), so that GitOps CI and air-gapped
+plans work from a file. The answer labels itself with its window; a snapshot is read as the
+window it was written for.
+`
+
+func runQuery(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	window := fs.String("window", traffic.DefaultWindow, "how far back the query looks, a Prometheus duration (7d, 36h)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, queryUsage+"\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if _, err := traffic.ParseWindow(*window); err != nil {
+		fmt.Fprintf(stderr, "--window: %v\n", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(stdout, "# The PromQL instant query meshscope evaluates, over the window %s:\n%s\n\n", *window, traffic.Query(*window))
+	fmt.Fprintf(stdout, "# The command that writes the snapshot file observed.json, with PROM set to the Prometheus URL\n"+
+		"# (e.g. PROM=http://prometheus.istio-system:9090; add -H \"Authorization: Bearer $TOKEN\" when it asks for a token):\n%s\n",
+		traffic.SnapshotCommand(*window))
+	return ExitOK
+}
