@@ -315,8 +315,8 @@ func (p *planner) suggest(ns string, ix *nsWorkloads, g *group, taken map[string
 		s.Ingress, s.OutboundTrafficPolicy = decl.Ingress, decl.OutboundTrafficPolicy
 		if p.imports {
 			s.Import = s.Adopts
-			s.Header = append(s.Header, fmt.Sprintf("Adopts the existing Sidecar %s/%s (%s): the import block takes it over. Import reads it from the cluster, "+
-				"so it needs the provider's kubernetes block; offline, drop the import block and the Sidecar's manifest from the provider's manifests instead.", ns, sc.Name, sc.Source))
+			s.Header = append(s.Header, fmt.Sprintf("Adopts the existing Sidecar %s/%s (%s): the import block takes it over, reading it from the cluster "+
+				"(the provider's kubernetes block) or, offline, from the provider's manifests.", ns, sc.Name, sc.Source))
 		} else {
 			s.Header = append(s.Header, fmt.Sprintf("Adopts the existing Sidecar %s/%s (%s) under its name: drop its manifest from the provider's manifests, "+
 				"or import it (id = %q).", ns, sc.Name, sc.Source, s.Adopts))

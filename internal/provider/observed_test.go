@@ -342,7 +342,7 @@ resource "meshscope_workload_scope" "nope" {
   workload_selector = { app = "test-app" }
 }
 `,
-				ExpectError:  regexp.MustCompile(`(?s)Sidecar Not Found.*foo/nope in the provider's manifests`),
+				ExpectError: regexp.MustCompile(`(?s)Sidecar Not Found.*foo/nope in the provider's manifests`),
 			},
 		},
 	})

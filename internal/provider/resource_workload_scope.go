@@ -431,6 +431,13 @@ func (r *workloadScopeResource) Delete(ctx context.Context, req resource.DeleteR
 // conflicts and fills in the computed attributes. It is a pure function of the
 // known inputs and the inventory.
 func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeResourceModel) diag.Diagnostics {
+	return r.compileScope(ctx, m, true)
+}
+
+// compileScope is compile. Without claim, the scope is not recorded among the scopes this
+// configuration plans: an import compiles the Sidecar it reads, which the configuration may
+// then change under the same name.
+func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadScopeResourceModel, claim bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	decl, deps, ds := m.declaration(ctx)
 	diags.Append(ds...)
@@ -451,11 +458,13 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 	}
 
 	// Conflicts with other scopes of this configuration, then with the inventory's Sidecars.
-	clashes := r.data.scopes.claim(r.data.inv, decl.Namespace, plannedScope{
-		Name: res.Name, Selector: decl.Selector, Fingerprint: res.Manifest,
-	})
-	for _, c := range clashes {
-		addClash(&diags, decl, res.Name, c)
+	if claim {
+		clashes := r.data.scopes.claim(r.data.inv, decl.Namespace, plannedScope{
+			Name: res.Name, Selector: decl.Selector, Fingerprint: res.Manifest,
+		})
+		for _, c := range clashes {
+			addClash(&diags, decl, res.Name, c)
+		}
 	}
 	addProblems(&diags, scope.Conflicts(r.data.inv, res.Sidecar), deps)
 	if diags.HasError() {

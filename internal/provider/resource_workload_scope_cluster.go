@@ -184,7 +184,7 @@ func (r *workloadScopeResource) importSidecar(ctx context.Context, m *workloadSc
 		return diags
 	}
 	diags.Append(m.setDeclaration(ctx, decl)...)
-	diags.Append(r.compile(ctx, m)...)
+	diags.Append(r.compileScope(ctx, m, false)...)
 	return diags
 }
 

@@ -15,9 +15,8 @@ resource "meshscope_workload_scope" "legacy_old_api" {
 }
 
 # pay/Deployment/payments: the calls observed over 7d.
-# Adopts the existing Sidecar pay/payments (testdata/suggest/mesh.yaml#19): the import block takes it over.
-# Import reads it from the cluster, so it needs the provider's kubernetes block; offline, drop the import
-# block and the Sidecar's manifest from the provider's manifests instead.
+# Adopts the existing Sidecar pay/payments (testdata/suggest/mesh.yaml#19): the import block takes it over,
+# reading it from the cluster (the provider's kubernetes block) or, offline, from the provider's manifests.
 # It imports today, and this scope drops (no calls over 7d; keep any that serve rarer calls, such as a monthly
 # job): ledger.pay.
 resource "meshscope_workload_scope" "pay_payments" {
