@@ -63,8 +63,9 @@ func prometheusBlockSchema() schema.Block {
 					"than the server keeps samples (6 hours in Istio's sample Prometheus)."},
 			"bearer_token": schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "Sent as `Authorization: Bearer`. Defaults to the `" + PrometheusTokenEnv + "` environment variable."},
-			"headers": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Headers sent with every request, for example a tenant header of a multi-tenant Prometheus."},
+			"headers": schema.MapAttribute{Optional: true, ElementType: types.StringType, Sensitive: true,
+				MarkdownDescription: "Headers sent with every request, for example a tenant header of a multi-tenant Prometheus, " +
+					"or `Authorization` for a server behind basic authentication. Sensitive: they may carry credentials."},
 			"ca_certificate": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "A PEM bundle to trust, besides the system's roots, for an `https` URL."},
 			"insecure": schema.BoolAttribute{Optional: true,
