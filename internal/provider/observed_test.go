@@ -75,6 +75,8 @@ func TestWorkloadScope_ObservedWarnings(t *testing.T) {
 					`(?s)"foo/Deployment/test-app".*api\.example\.com: 7 requests through PassthroughCluster; add a ServiceEntry for the host`)},
 				expectWarning{rec: rec, summary: "Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(
 					`1 calling workload\(s\) that the inventory does not hold: foo/ghost \(3 calls\)`)},
+				expectWarning{rec: rec, summary: "Observed Hosts Not In The Inventory", attr: "dependencies", detail: regexp.MustCompile(
+					`"bar/Deployment/test-app" called 1 service host\(s\) over the last 7d that the inventory does not hold: legacy\.bar\.svc\.cluster\.local \(4 requests\)`)},
 			}},
 		}},
 	})
