@@ -43,7 +43,12 @@ type Env struct {
 	APIServer string // https://127.0.0.1:16443
 	IstiodBin string // the pilot-discovery binary, for StartIstiod; empty on kind
 	IstioCRDs string // the Istio CRD manifest that was installed; empty on kind
-	Kind      bool   // started by `make kind-up` rather than `make testenv`
+	// EtcdBin and APIServerBin are the binaries the running etcd and kube-apiserver were started
+	// from (testenv.sh records them in etcd.bin and kube-apiserver.bin), for StartAPIServer;
+	// empty on kind.
+	EtcdBin      string
+	APIServerBin string
+	Kind         bool // started by `make kind-up` rather than `make testenv`
 }
 
 // Dir is the state directory: $MESHSCOPE_TESTENV_DIR, else /tmp/meshscope-testenv.
@@ -88,6 +93,8 @@ func Load(ctx context.Context) (*Env, error) {
 		IstiodBin:      vals["MESHSCOPE_TESTENV_ISTIOD_BIN"],
 		IstioCRDs:      vals["MESHSCOPE_TESTENV_ISTIO_CRDS"],
 		Kind:           vals["MESHSCOPE_TESTENV_KIND"] == "kind",
+		EtcdBin:        recordedBinary(dir, "etcd"),
+		APIServerBin:   recordedBinary(dir, "kube-apiserver"),
 	}
 	if env.Kubeconfig == "" || env.XDSAddr == "" || env.IstiodHTTPAddr == "" || env.ClusterID == "" {
 		return nil, fmt.Errorf("%s is incomplete (written by an older testenv.sh? run `make testenv-down testenv`)", path)
@@ -131,6 +138,16 @@ func Require(t testing.TB) *Env {
 func Kubeconfig(t testing.TB) string {
 	t.Helper()
 	return Require(t).Kubeconfig
+}
+
+// recordedBinary is the binary testenv.sh recorded in dir/<name>.bin when it started name, or ""
+// when it recorded none (kind, or a control plane that is down).
+func recordedBinary(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name+".bin"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func ready(ctx context.Context, url string) error {
