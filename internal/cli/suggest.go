@@ -141,7 +141,7 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if written == 0 {
 		where := "the inventory"
 		if len(namespaces) > 0 {
-			where = fmt.Sprintf("namespaces %s", quoteList(namespaces, noteLimit))
+			where = fmt.Sprintf("namespaces %s", quoteList(namespaces))
 		}
 		if pl.skipped > 0 {
 			fmt.Fprintf(stderr, "error: no scope to suggest: the %d calling workloads of %s could not be given one (see the warnings above)\n", pl.skipped, where)

@@ -267,7 +267,7 @@ func (p *planner) freshGroups(ix *nsWorkloads, fresh []member, fallback map[int]
 			p.skipped += len(g.members)
 			p.warnf("no selector drawn from pod labels selects %s apart, and none selects them together without more: "+
 				"their labels overlap (each has labels the others lack, and a workload has all of them). "+
-				"Give them distinguishing labels, or declare their scopes by hand", quoteList(ids, noteLimit))
+				"Give them distinguishing labels, or declare their scopes by hand", quoteList(ids))
 			continue
 		}
 		g.selected = union
@@ -323,7 +323,7 @@ func (p *planner) suggest(ns string, ix *nsWorkloads, g *group, taken map[string
 		}
 		if dropped := droppedDependencies(decl, calls, ns, p.domain); len(dropped) > 0 {
 			s.Header = append(s.Header, fmt.Sprintf("It imports today, and this scope drops (no calls over %s; keep any that serve rarer calls, such as a monthly job): %s.",
-				p.ev.Window, quoteList(dropped, noteLimit)))
+				p.ev.Window, quoteList(dropped)))
 		}
 	} else {
 		s.Name = p.sidecarName(g, lead, taken)
@@ -341,7 +341,7 @@ func (p *planner) suggest(ns string, ix *nsWorkloads, g *group, taken map[string
 	}
 	taken[name] = true
 	if others := alsoSelected(ix, g); len(others) > 0 {
-		s.Header = append(s.Header, fmt.Sprintf("Also selects, without calls observed: %s.", quoteList(others, noteLimit)))
+		s.Header = append(s.Header, fmt.Sprintf("Also selects, without calls observed: %s.", quoteList(others)))
 	}
 	s.Resource = p.resourceName(ns, base)
 
@@ -612,8 +612,8 @@ func capped(l []string, n int) []string {
 	return l
 }
 
-// quoteList joins at most n names, then counts the rest.
-func quoteList(l []string, n int) string { return strings.Join(capped(l, n), ", ") }
+// quoteList joins at most noteLimit names, then counts the rest.
+func quoteList(l []string) string { return strings.Join(capped(l, noteLimit), ", ") }
 
 func sortedKeysOf[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

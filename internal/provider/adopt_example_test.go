@@ -33,22 +33,23 @@ var updateAdopt = flag.Bool("update-adopt", false, "rewrite examples/adopt/obser
 
 // adoptCalls are the calls of examples/adopt over the window, as Istio's proxies count them.
 func adoptCalls() []testenv.IstioCall {
-	http := func(reporter, ns, wl, svc, svcNs string, n int) testenv.IstioCall {
-		return testenv.IstioCall{Reporter: reporter, SourceWorkload: wl, SourceNamespace: ns,
+	// Every HTTP and gRPC caller of the example is in namespace shop.
+	http := func(reporter, wl, svc, svcNs string, n int) testenv.IstioCall {
+		return testenv.IstioCall{Reporter: reporter, SourceWorkload: wl, SourceNamespace: "shop",
 			DestinationService: svc + "." + svcNs + ".svc.cluster.local", DestinationServiceName: svc,
 			DestinationServiceNamespace: svcNs, Protocol: "http", Count: n}
 	}
-	grpc := http("source", "shop", "checkout", "payments", "pay", 1204)
+	grpc := http("source", "checkout", "payments", "pay", 1204)
 	grpc.Protocol = "grpc"
 	grpcServer := grpc
 	grpcServer.Reporter = "destination"
-	redis := http("source", "shop", "cart", "redis", "shop", 342)
+	redis := http("source", "cart", "redis", "shop", 342)
 	redis.Protocol = "tcp"
 	return []testenv.IstioCall{
-		http("source", "shop", "web", "checkout", "shop", 1300),
-		http("destination", "shop", "web", "checkout", "shop", 1296),
-		http("source", "shop", "web", "cart", "shop", 5210),
-		http("source", "shop", "checkout", "cart", "shop", 610),
+		http("source", "web", "checkout", "shop", 1300),
+		http("destination", "web", "checkout", "shop", 1296),
+		http("source", "web", "cart", "shop", 5210),
+		http("source", "checkout", "cart", "shop", 610),
 		grpc, grpcServer, redis,
 		{Reporter: "source", SourceWorkload: "payments", SourceNamespace: "pay", DestinationService: "api.stripe.com",
 			DestinationServiceName: "api.stripe.com", Protocol: "tcp", Count: 88},

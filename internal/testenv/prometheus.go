@@ -196,10 +196,13 @@ func StartPrometheus(t testing.TB, openMetrics io.Reader, opts PrometheusOptions
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case err := <-exited:
+			_ = err // stopped by the interrupt: its exit status says nothing
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			if err := <-exited; err != nil {
+				t.Logf("prometheus killed: %v", err)
+			}
 		}
 		if t.Failed() {
 			t.Logf("prometheus log (%s), last lines:\n%s", p.Log, tail(p.Log, 40))

@@ -201,7 +201,10 @@ func roundTripper(cfg Prometheus) (*transport, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := &http.Transport{}
+	if def, ok := http.DefaultTransport.(*http.Transport); ok {
+		base = def.Clone()
+	}
 	base.TLSClientConfig = tlsCfg
 	base.Proxy = http.ProxyFromEnvironment
 	return &transport{next: base, headers: cfg.Headers, token: cfg.BearerToken}, nil
