@@ -2,9 +2,9 @@ package predict
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -154,23 +154,15 @@ func (ix *index) nsVisible(ns string) bool {
 func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *index {
 	ix := &index{
 		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace,
-		defSvc: inv.Mesh.DefaultServiceExportTo, defVS: inv.Mesh.DefaultVirtualServiceExportTo,
+		defSvc:  istioconfig.DefaultExportTo(inv.Mesh.DefaultServiceExportTo),
+		defVS:   istioconfig.DefaultExportTo(inv.Mesh.DefaultVirtualServiceExportTo),
 		defDR:   map[string]bool{},
 		visible: map[string]bool{},
 	}
 	if ix.root == "" {
 		ix.root = mesh.DefaultRootNamespace
 	}
-	if ix.defSvc == nil {
-		ix.defSvc = []string{"*"}
-	}
-	if ix.defVS == nil {
-		ix.defVS = []string{"*"}
-	}
-	if inv.Mesh.DefaultDestinationRuleExportTo == nil {
-		ix.defDR["*"] = true
-	}
-	for _, e := range inv.Mesh.DefaultDestinationRuleExportTo {
+	for _, e := range istioconfig.DefaultExportTo(inv.Mesh.DefaultDestinationRuleExportTo) {
 		ix.defDR[e] = true
 	}
 	for _, n := range inv.NamespaceNames() {
@@ -211,15 +203,7 @@ func (ix *index) initServices() {
 		}
 		all = append(all, ix.convertServiceEntry(se)...)
 	}
-	slices.SortStableFunc(all, func(a, b *service) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.attrName, b.attrName); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ns, b.ns)
-	})
+	slices.SortStableFunc(all, byCreation)
 	ix.services = all
 	ix.exportedTo = map[string][]*service{}
 	ix.publicByNs = map[string][]*service{}
@@ -265,27 +249,20 @@ func (ix *index) initServices() {
 	}
 }
 
-func dedupStrings(in []string) []string {
-	var out []string
-	for _, s := range in {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
+// byCreation orders services as istiod does (R7).
+func byCreation(a, b *service) int {
+	return istioconfig.CompareCreation(istioconfig.Creation{Created: a.created, Name: a.attrName, Namespace: a.ns},
+		istioconfig.Creation{Created: b.created, Name: b.attrName, Namespace: b.ns})
 }
 
+// serviceExportTo is the service's effective exportTo (R9).
 func (ix *index) serviceExportTo(s *service) []string {
-	if len(s.exportTo) > 0 {
-		return s.exportTo
-	}
-	return ix.defSvc
+	return istioconfig.EffectiveExportTo(s.exportTo, ix.defSvc)
 }
 
-// serviceVisible mirrors PushContext.IsServiceVisible.
+// serviceVisible mirrors PushContext.IsServiceVisible (R12).
 func (ix *index) serviceVisible(s *service, ns string) bool {
-	exp := ix.serviceExportTo(s)
-	return slices.Contains(exp, "*") || (slices.Contains(exp, ".") && s.ns == ns) || slices.Contains(exp, ns)
+	return istioconfig.ExportedTo(ix.serviceExportTo(s), s.ns, ns)
 }
 
 func (ix *index) servicesExportedTo(ns string) []*service {
@@ -306,12 +283,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 		labels:   ks.Labels,
 		selector: ks.Spec.Selector,
 	}
-	if v := ks.Annotations[mesh.ExportToAnnotation]; v != "" {
-		for _, e := range strings.Split(v, ",") {
-			s.exportTo = append(s.exportTo, strings.TrimSpace(e))
-		}
-		s.exportTo = dedupStrings(s.exportTo)
-	}
+	s.exportTo = istioconfig.AnnotationExportTo(ks.Annotations)
 	if ks.Spec.Type == corev1.ServiceTypeExternalName && ks.Spec.ExternalName != "" {
 		if ix.ver.ExternalNameAlias() { // R27
 			s.res = resAlias
@@ -324,7 +296,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 		s.res = resPassthrough
 	}
 	for _, p := range ks.Spec.Ports {
-		s.ports = append(s.ports, svcPort{name: p.Name, num: int(p.Port), proto: convertKubeProtocol(p.Port, p.Name, p.Protocol, p.AppProtocol),
+		s.ports = append(s.ports, svcPort{name: p.Name, num: int(p.Port), proto: istioconfig.ConvertKubeProtocol(p.Port, p.Name, p.Protocol, p.AppProtocol),
 			cluster: outboundName(int(p.Port), "", s.host)})
 	}
 	return s
@@ -345,7 +317,7 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 	}
 	var ports []svcPort
 	for _, p := range spec.GetPorts() {
-		ports = append(ports, svcPort{name: p.GetName(), num: int(p.GetNumber()), proto: parseProtocol(p.GetProtocol())})
+		ports = append(ports, svcPort{name: p.GetName(), num: int(p.GetNumber()), proto: istioconfig.ParseProtocol(p.GetProtocol())})
 	}
 	var selector map[string]string
 	if ws := spec.GetWorkloadSelector(); ws != nil {
@@ -360,7 +332,7 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 			}
 		case spec.GetWorkloadSelector() != nil:
 			for _, w := range ix.workloadsByNs[se.Namespace] {
-				if labelsSubsetOf(selector, w.PodLabels) {
+				if istioconfig.LabelsSubset(selector, w.PodLabels) {
 					endpoints = append(endpoints, w.PodLabels)
 				}
 			}
@@ -368,7 +340,7 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 			endpoints = []map[string]string{nil}
 		}
 	}
-	exportTo := dedupStrings(spec.GetExportTo())
+	exportTo := istioconfig.ExportToSet(spec.GetExportTo())
 	var out []*service
 	for _, h := range spec.GetHosts() {
 		out = append(out, &service{
@@ -387,15 +359,7 @@ func (ix *index) initVirtualServices() {
 	ix.vsPrivate = map[string][]*vsEntry{}
 	ix.vsExported = map[string][]*vsEntry{}
 	vss := slices.Clone(ix.inv.VirtualServices)
-	slices.SortStableFunc(vss, func(a, b *mesh.VirtualService) int {
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Namespace, b.Namespace)
-	})
+	slices.SortStableFunc(vss, func(a, b *mesh.VirtualService) int { return compareMeta(&a.Meta, &b.Meta) })
 	for _, vs := range vss {
 		if !ix.nsVisible(vs.Namespace) || len(vs.Spec.GetHosts()) == 0 {
 			continue // delegate VirtualServices are merged into their parents and never selected directly
@@ -406,7 +370,7 @@ func (ix *index) initVirtualServices() {
 		}
 		e := &vsEntry{cfg: vs, ns: vs.Namespace}
 		for _, h := range vs.Spec.GetHosts() {
-			e.hosts = append(e.hosts, resolveShortName(h, vs.Namespace, ix.domain))
+			e.hosts = append(e.hosts, istioconfig.ResolveShortName(h, vs.Namespace, ix.domain))
 		}
 		var exp []string
 		if len(vs.Spec.GetExportTo()) > 0 {
@@ -425,7 +389,7 @@ func (ix *index) initVirtualServices() {
 				exp = append(exp, x)
 			}
 		}
-		exp = dedupStrings(exp)
+		exp = istioconfig.ExportToSet(exp)
 		switch {
 		case slices.Contains(exp, "*"):
 			ix.vsPublic = append(ix.vsPublic, e)
@@ -451,7 +415,7 @@ func (ix *index) destinations(e *vsEntry, configNs string) (map[string]map[int]b
 		if d == nil {
 			return
 		}
-		h := resolveShortName(d.GetHost(), e.ns, ix.domain)
+		h := istioconfig.ResolveShortName(d.GetHost(), e.ns, ix.domain)
 		pn := int(d.GetPort().GetNumber())
 		if out[h] == nil {
 			out[h] = map[int]bool{}
@@ -522,16 +486,10 @@ func (ix *index) initDestinationRules() {
 			}
 			return 1
 		}
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Namespace, b.Namespace)
+		return compareMeta(&a.Meta, &b.Meta)
 	})
 	for _, dr := range drs {
-		h := resolveShortName(dr.Spec.GetHost(), dr.Namespace, ix.domain)
+		h := istioconfig.ResolveShortName(dr.Spec.GetHost(), dr.Namespace, ix.domain)
 		exp := map[string]bool{}
 		if dr.Spec.GetWorkloadSelector() == nil {
 			for _, e := range dr.Spec.GetExportTo() {
@@ -583,22 +541,10 @@ func supersetOf(a, b map[string]bool) bool {
 	return true
 }
 
-func labelsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 // mergeDR mirrors PushContext.mergeDestinationRule with enhanced merge on.
 func mergeDR(set *drSet, dr *mesh.DestinationRule, h string, exp map[string]bool) {
 	m := set.specific
-	if isWild(h) {
+	if istioconfig.IsWildcard(h) {
 		m = set.wildcard
 	}
 	var sel map[string]string
@@ -628,7 +574,7 @@ func mergeDR(set *drSet, dr *mesh.DestinationRule, h string, exp map[string]bool
 		}
 		bothWithout := !hasSel && !mdr.hasSel
 		bothWith := hasSel && mdr.hasSel
-		selMatch := labelsEqual(mdr.selector, sel)
+		selMatch := maps.Equal(mdr.selector, sel)
 		if bothWith && !selMatch {
 			appendSeparately = true
 			continue
@@ -664,15 +610,7 @@ func (ix *index) initSidecars() {
 			scs = append(scs, sc)
 		}
 	}
-	slices.SortStableFunc(scs, func(a, b *mesh.Sidecar) int {
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Namespace, b.Namespace)
-	})
+	slices.SortStableFunc(scs, func(a, b *mesh.Sidecar) int { return compareMeta(&a.Meta, &b.Meta) })
 	// Sidecars with a workloadSelector first, each group in creation order.
 	slices.SortStableFunc(scs, func(a, b *mesh.Sidecar) int {
 		return cmp.Compare(boolRank(a.Spec.GetWorkloadSelector() == nil), boolRank(b.Spec.GetWorkloadSelector() == nil))
@@ -683,6 +621,12 @@ func (ix *index) initSidecars() {
 			ix.rootSidecar = sc
 		}
 	}
+}
+
+// compareMeta orders configs as istiod does (R13, R23, R33).
+func compareMeta(a, b *mesh.Meta) int {
+	return istioconfig.CompareCreation(istioconfig.Creation{Created: a.Created, Name: a.Name, Namespace: a.Namespace},
+		istioconfig.Creation{Created: b.Created, Name: b.Name, Namespace: b.Namespace})
 }
 
 func boolRank(b bool) int {
@@ -699,7 +643,7 @@ func (ix *index) sidecarFor(p Proxy) *mesh.Sidecar {
 		if ws == nil {
 			return sc
 		}
-		if labelsSubsetOf(ws.GetLabels(), p.Labels) {
+		if istioconfig.LabelsSubset(ws.GetLabels(), p.Labels) {
 			return sc
 		}
 	}

@@ -266,10 +266,10 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 		return out
 	}
 	dr := scope.destinationRuleFor(proxy, svc.host)
-	if isWild(svc.host) && svc.res == resDynamicDNS {
+	if istioconfig.IsWildcard(svc.host) && svc.res == resDynamicDNS {
 		for _, p := range s.ports {
 			switch p.proto {
-			case protoHTTP, protoTLS, protoGRPC, protoHTTP2:
+			case istioconfig.HTTP, istioconfig.TLS, istioconfig.GRPC, istioconfig.HTTP2:
 				out = append(out, Cluster{Name: p.cluster, FQDN: svc.host, Port: p.num,
 					Direction: Outbound, Type: "DYNAMIC_FORWARD_PROXY", DestinationRule: drName(dr)})
 			}
@@ -278,7 +278,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 	}
 	dns := svc.res == resDNSLB || svc.res == resDNSRoundRobin
 	for _, p := range s.ports {
-		if p.proto == protoUDP {
+		if p.proto == istioconfig.UDP {
 			continue
 		}
 		if dns && len(svc.endpointLabels) == 0 {
@@ -325,7 +325,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 
 func hasEndpointWith(eps []map[string]string, sel map[string]string) bool {
 	for _, e := range eps {
-		if labelsSubsetOf(sel, e) {
+		if istioconfig.LabelsSubset(sel, e) {
 			return true
 		}
 	}
@@ -381,7 +381,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 		}
 	}
 	for _, ks := range ix.kubeByNs[proxy.Namespace] {
-		if !selectorMatches(ks.Spec.Selector, proxy.Labels) {
+		if !istioconfig.SelectorMatches(ks.Spec.Selector, proxy.Labels) {
 			continue
 		}
 		type tpKey struct {
@@ -399,7 +399,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 			if !ok {
 				continue
 			}
-			k := tpKey{num, convertKubeProtocol(sp.Port, sp.Name, sp.Protocol, sp.AppProtocol)}
+			k := tpKey{num, istioconfig.ConvertKubeProtocol(sp.Port, sp.Name, sp.Protocol, sp.AppProtocol)}
 			if seen[k] {
 				continue
 			}
@@ -411,7 +411,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 		return out // the ServiceEntry registry finds workloads by pod IP
 	}
 	for _, se := range ix.selectorSEsByNs[proxy.Namespace] {
-		if !labelsSubsetOf(se.Spec.GetWorkloadSelector().GetLabels(), w.PodLabels) || len(se.Spec.GetHosts()) == 0 {
+		if !istioconfig.LabelsSubset(se.Spec.GetWorkloadSelector().GetLabels(), w.PodLabels) || len(se.Spec.GetHosts()) == 0 {
 			continue
 		}
 		for _, p := range se.Spec.GetPorts() {
@@ -431,7 +431,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 // podOf returns the running workload whose pods carry exactly the proxy's labels.
 func (ix *index) podOf(proxy Proxy) *mesh.Workload {
 	for _, w := range ix.workloadsByNs[proxy.Namespace] {
-		if labelsEqual(w.PodLabels, proxy.Labels) {
+		if maps.Equal(w.PodLabels, proxy.Labels) {
 			return w
 		}
 	}

@@ -2,12 +2,13 @@ package predict
 
 import (
 	"cmp"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -20,7 +21,7 @@ type hostClass struct {
 
 func (hc *hostClass) isExcluded(h string) bool {
 	for _, e := range hc.excluded {
-		if subsetOf(h, e) {
+		if istioconfig.HostSubsetOf(h, e) {
 			return true
 		}
 	}
@@ -31,12 +32,12 @@ func (hc *hostClass) matches(h string) bool {
 	if hc.exact[h] {
 		return true
 	}
-	hw := isWild(h)
+	hw := istioconfig.IsWildcard(h)
 	for _, imp := range hc.all {
-		if !hw && !isWild(imp) {
+		if !hw && !istioconfig.IsWildcard(imp) {
 			continue
 		}
-		if subsetOf(h, imp) {
+		if istioconfig.HostSubsetOf(h, imp) {
 			return true
 		}
 	}
@@ -47,12 +48,12 @@ func (hc *hostClass) vsMatches(h string) bool {
 	if hc.exact[h] {
 		return true
 	}
-	hw := isWild(h)
+	hw := istioconfig.IsWildcard(h)
 	for _, imp := range hc.all {
-		if !hw && !isWild(imp) {
+		if !hw && !istioconfig.IsWildcard(imp) {
 			continue
 		}
-		if hostMatches(h, imp) {
+		if istioconfig.HostsOverlap(h, imp) {
 			return true
 		}
 	}
@@ -130,21 +131,15 @@ func (ix *index) buildScope(sc *mesh.Sidecar, configNs string) *sidecarScope {
 
 func (ix *index) convertListener(configNs string, e *networking.IstioEgressListener) *listener {
 	l := &listener{cfg: e, hosts: map[string]*hostClass{}}
-	l.matchPort = e.GetPort().GetNumber() != 0 && parseProtocol(e.GetPort().GetProtocol()) != protoHTTPProxy
+	l.matchPort = e.GetPort().GetNumber() != 0 && istioconfig.ParseProtocol(e.GetPort().GetProtocol()) != istioconfig.HTTPProxy
 	allExact := true
 	exclusion := ix.ver.EgressExclusions() // R17
 	for _, h := range e.GetHosts() {
-		if strings.Count(h, "/") != 1 {
+		eh, ok := istioconfig.ParseEgressHost(h, exclusion)
+		if !ok {
 			continue
 		}
-		ns, name, _ := strings.Cut(h, "/")
-		excluded := exclusion && strings.HasPrefix(ns, "~")
-		if excluded {
-			ns = strings.TrimPrefix(ns, "~")
-			if ns == "" {
-				ns = "*"
-			}
-		}
+		ns, name, excluded := eh.Namespace, eh.Name, eh.Excluded
 		if ns == "." {
 			ns = configNs
 		}
@@ -157,7 +152,7 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 			hc.excluded = append(hc.excluded, name)
 			continue
 		}
-		if !isWild(name) {
+		if !istioconfig.IsWildcard(name) {
 			hc.exact[name] = true
 		} else {
 			allExact = false
@@ -191,15 +186,7 @@ func (ix *index) servicesForExactHosts(configNs string, hosts map[string]*hostCl
 		}
 	}
 	// Same order as the creation-ordered service list.
-	slices.SortStableFunc(out, func(a, b *service) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.attrName, b.attrName); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ns, b.ns)
-	})
+	slices.SortStableFunc(out, byCreation)
 	return out
 }
 
@@ -428,7 +415,7 @@ func (sc *sidecarScope) collect(ix *index, listeners []*listener, configNs strin
 
 func canMerge(a, b *service) bool {
 	return a.ns == b.ns && a.res == b.res && a.k8s == b.k8s &&
-		labelsEqual(a.labels, b.labels) && labelsEqual(a.selector, b.selector) &&
+		maps.Equal(a.labels, b.labels) && maps.Equal(a.selector, b.selector) &&
 		setEqual(toSet(a.exportTo), toSet(b.exportTo))
 }
 
@@ -470,11 +457,11 @@ func (ix *index) pickNamespace(byNs map[string]*service, configNs string) string
 func (ix *index) destinationRule(proxyNs string, s *service) []*consolidatedDR {
 	if proxyNs != ix.root {
 		if set := ix.drLocal[proxyNs]; set != nil {
-			if l, ok := mostSpecificHostMatch(s.host, set.specific, set.wildcard); ok {
+			if l, ok := istioconfig.MostSpecificHostMatch(s.host, set.specific, set.wildcard); ok {
 				return l
 			}
 		}
-	} else if l, ok := mostSpecificHostMatch(s.host, ix.drRoot.specific, ix.drRoot.wildcard); ok {
+	} else if l, ok := istioconfig.MostSpecificHostMatch(s.host, ix.drRoot.specific, ix.drRoot.wildcard); ok {
 		return l
 	}
 	if out := ix.exportedDR(s.ns, s.host, proxyNs); len(out) > 0 {
@@ -491,7 +478,7 @@ func (ix *index) exportedDR(owner, h, client string) []*consolidatedDR {
 	if set == nil {
 		return nil
 	}
-	l, ok := mostSpecificHostMatch(h, set.specific, set.wildcard)
+	l, ok := istioconfig.MostSpecificHostMatch(h, set.specific, set.wildcard)
 	if !ok {
 		return nil
 	}
@@ -511,7 +498,7 @@ func (sc *sidecarScope) destinationRuleFor(p Proxy, h string) *consolidatedDR {
 		if !d.hasSel {
 			catchAll = d
 		}
-		if sc.ns == d.rule.Namespace && d.hasSel && labelsSubsetOf(d.selector, p.Labels) {
+		if sc.ns == d.rule.Namespace && d.hasSel && istioconfig.LabelsSubset(d.selector, p.Labels) {
 			return d
 		}
 	}

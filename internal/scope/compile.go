@@ -109,9 +109,9 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 			errf(AttrIngress, i, "", "Invalid Ingress Port", "The ingress port %d is not between 1 and 65535.", in.Port)
 			continue
 		}
-		proto := strings.ToUpper(in.Protocol)
-		if !validProtocols[proto] {
-			errf(AttrIngress, i, "", "Invalid Ingress Protocol", "The ingress protocol %q is not an Istio protocol. Use one of HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, TCP, TLS, MONGO, REDIS, MYSQL.", in.Protocol)
+		proto := istioconfig.SidecarListenerProtocol(in.Protocol)
+		if proto == "" {
+			errf(AttrIngress, i, "", "Invalid Ingress Protocol", "The ingress protocol %q is not an Istio protocol. Use one of %s.", in.Protocol, strings.Join(istioconfig.SidecarListenerProtocols(), ", "))
 			continue
 		}
 		if in.DefaultEndpoint != "" && !validDefaultEndpoint(in.DefaultEndpoint) {
@@ -326,11 +326,6 @@ func hostsOrNone(hosts []string) []string {
 	return hosts
 }
 
-var validProtocols = map[string]bool{
-	"HTTP": true, "HTTPS": true, "HTTP2": true, "GRPC": true, "GRPC-WEB": true, "TCP": true,
-	"TLS": true, "MONGO": true, "REDIS": true, "MYSQL": true,
-}
-
 func validDefaultEndpoint(s string) bool {
 	if strings.HasPrefix(s, "unix://") {
 		return len(s) > len("unix://")
@@ -537,9 +532,9 @@ func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (ta
 		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
 			"The dependency %q resolves to %s, but its namespace %q is outside the mesh's discoverySelectors, so istiod never sees it. Label the namespace to match meshConfig.discoverySelectors.", raw, fqdn, svc.Namespace)}
 	}
-	if !exportedTo(svc.Annotations[mesh.ExportToAnnotation], svc.Namespace, r.ns, r.inv.Mesh.DefaultServiceExportTo) {
+	if !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(istioconfig.AnnotationExportTo(svc.Annotations), r.inv.Mesh.DefaultServiceExportTo), svc.Namespace, r.ns) {
 		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
-			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, mesh.ExportToAnnotation, r.ns)}
+			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, istioconfig.ExportToAnnotation, r.ns)}
 	}
 	t := target{host: svc.Namespace + "/" + fqdn, proto: map[uint32]string{}}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -588,16 +583,12 @@ func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target,
 	var best *mesh.ServiceEntry
 	bestHost := ""
 	for _, se := range r.inv.ServiceEntries {
-		if !r.inv.NamespaceVisible(se.Namespace) || !exportedToList(se.Spec.GetExportTo(), se.Namespace, r.ns, r.inv.Mesh.DefaultServiceExportTo) {
+		if !r.inv.NamespaceVisible(se.Namespace) || !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(se.Spec.GetExportTo(), r.inv.Mesh.DefaultServiceExportTo), se.Namespace, r.ns) {
 			continue
 		}
 		for _, h := range se.Spec.GetHosts() {
 			h = strings.ToLower(h)
-			match := h == host
-			if !match && strings.HasPrefix(h, "*") {
-				match = strings.HasSuffix(host, h[1:])
-			}
-			if !match {
+			if !istioconfig.HostSubsetOf(host, h) {
 				continue
 			}
 			// Exact beats wildcard, a longer wildcard beats a shorter one, and the
@@ -621,10 +612,7 @@ func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target,
 		for _, p := range best.Spec.GetPorts() {
 			if p.GetNumber() == want {
 				found = true
-				proto := strings.ToUpper(p.GetProtocol())
-				if !validProtocols[proto] {
-					proto = ""
-				}
+				proto := istioconfig.SidecarListenerProtocol(p.GetProtocol())
 				if _, ok := t.proto[want]; !ok {
 					t.proto[want] = proto
 				}
@@ -650,37 +638,16 @@ func seRank(h, want, seNs, ns string) int {
 	return rank
 }
 
-// listenerProtocol picks an egress listener protocol from a Service port name.
+// listenerProtocol picks an egress listener protocol from a Service port's appProtocol or
+// name prefix, or "" when it names no listener protocol. It reads the prefix as Istio does
+// (istioconfig.ParseProtocol) but, unlike istioconfig.ConvertKubeProtocol, gives a
+// "grpc-web" port GRPC and the kubernetes.io/ appProtocols no protocol.
 func listenerProtocol(name string, appProtocol *string) string {
 	if appProtocol != nil {
 		name = *appProtocol
 	}
-	prefix, _, _ := strings.Cut(strings.ToLower(name), "-")
-	p := strings.ToUpper(prefix)
-	if validProtocols[p] {
-		return p
-	}
-	return ""
-}
-
-func exportedTo(annotation, svcNs, ns string, def []string) bool {
-	var list []string
-	if annotation != "" {
-		for _, e := range strings.Split(annotation, ",") {
-			list = append(list, strings.TrimSpace(e))
-		}
-	}
-	return exportedToList(list, svcNs, ns, def)
-}
-
-func exportedToList(list []string, svcNs, ns string, def []string) bool {
-	if len(list) == 0 {
-		list = def
-		if list == nil {
-			list = []string{"*"}
-		}
-	}
-	return slices.Contains(list, "*") || slices.Contains(list, ns) || (slices.Contains(list, ".") && svcNs == ns)
+	prefix, _, _ := strings.Cut(name, "-")
+	return istioconfig.SidecarListenerProtocol(istioconfig.ParseProtocol(prefix))
 }
 
 // namespaceExposes reports whether a Service or ServiceEntry of ns has a port numbered p.
@@ -704,7 +671,7 @@ func (r *resolver) seCovers(h string) bool {
 	for _, se := range r.inv.ServiceEntries {
 		for _, sh := range se.Spec.GetHosts() {
 			sh = strings.ToLower(sh)
-			if sh == h || strings.HasPrefix(sh, "*") && strings.HasSuffix(h, sh[1:]) {
+			if istioconfig.HostSubsetOf(h, sh) {
 				return true
 			}
 		}
@@ -729,19 +696,15 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 	ver, err := istioconfig.ParseVersion(istioVersion)
 	exclusion := err != nil || ver.EgressExclusions() // an unparseable version is the provider's error
 	for i, h := range hosts {
-		ns, name, ok := strings.Cut(h, "/")
-		bad := !ok || strings.Contains(name, "/") || name == ""
-		if strings.HasPrefix(ns, "~") {
-			if !exclusion && h != "~/*" { // "~/*" imports nothing on every release
-				probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
-					Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
-				continue
-			}
-			ns = strings.TrimPrefix(ns, "~")
-			if ns == "" {
-				ns = "*"
-			}
+		if !exclusion && strings.HasPrefix(h, "~") && h != "~/*" { // "~/*" imports nothing on every release
+			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
+				Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
+			continue
 		}
+		// Past the check above, a "~" host is an exclusion on every release it can reach.
+		eh, ok := istioconfig.ParseEgressHost(h, true)
+		ns, name := eh.Namespace, eh.Name
+		bad := !ok || name == ""
 		if !bad && ns != "*" && ns != "." && len(validation.IsDNS1123Label(ns)) > 0 {
 			bad = true
 		}
