@@ -47,16 +47,52 @@ type target struct {
 
 // Compile resolves the declaration against the inventory and emits the smallest
 // Sidecar that still lets every declared call through. Problems with
-// Warning=false mean the Result is nil.
+// Warning=false mean the Result is nil. It runs four steps: validate the declaration's
+// own settings, resolve its dependencies, build the egress listeners, render the Sidecar.
 func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Problem) {
-	var probs []Problem
-	errf := func(attr string, idx int, key, summary, format string, a ...any) {
-		probs = append(probs, Problem{Attribute: attr, Index: idx, Key: key, Summary: summary, Detail: fmt.Sprintf(format, a...)})
-	}
 	domain := opts.DomainSuffix
 	if domain == "" {
 		domain = mesh.DefaultDomainSuffix
 	}
+	settings, probs := validate(inv, d)
+	r := newResolver(inv, domain, d.Namespace)
+	targets, more := r.resolveAll(d.Dependencies)
+	probs = append(probs, more...)
+	if hasError(probs) {
+		return nil, probs
+	}
+	egress, more := r.egress(d, targets, opts)
+	probs = append(probs, more...)
+	if hasError(probs) {
+		return nil, probs
+	}
+	res, p := render(d, settings, egress)
+	if p != nil {
+		return nil, append(probs, *p)
+	}
+	return res, probs
+}
+
+// hasError reports whether some problem is an error rather than a warning.
+func hasError(probs []Problem) bool {
+	return slices.ContainsFunc(probs, func(p Problem) bool { return !p.Warning })
+}
+
+// settings are a declaration's own settings, validated: everything but its dependencies.
+type settings struct {
+	name    string
+	policy  *networking.OutboundTrafficPolicy
+	ingress []*networking.IstioIngressListener
+}
+
+// validate checks the declaration's namespace, workload selector, name, outbound traffic
+// policy and ingress listeners.
+func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
+	var probs []Problem
+	errf := func(attr string, idx int, key, summary, format string, a ...any) {
+		probs = append(probs, Problem{Attribute: attr, Index: idx, Key: key, Summary: summary, Detail: fmt.Sprintf(format, a...)})
+	}
+	var out settings
 
 	// namespace
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
@@ -72,8 +108,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	}
 
 	// selector
-	keys := sortedKeys(d.Selector)
-	for _, k := range keys {
+	for _, k := range sortedKeys(d.Selector) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			errf(AttrWorkloadSelector, -1, k, "Invalid Label Key", "The workload_selector key %q is not a valid Kubernetes label key: %s.", k, strings.Join(errs, "; "))
 		}
@@ -83,27 +118,25 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	}
 
 	// name
-	name := d.Name
-	if name == "" {
-		name = DefaultName(d.Selector)
-	} else if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		errf(AttrName, -1, "", "Invalid Name", "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", name, strings.Join(errs, "; "))
+	out.name = d.Name
+	if out.name == "" {
+		out.name = DefaultName(d.Selector)
+	} else if errs := validation.IsDNS1123Subdomain(out.name); len(errs) > 0 {
+		errf(AttrName, -1, "", "Invalid Name", "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", out.name, strings.Join(errs, "; "))
 	}
 
 	// outbound traffic policy
-	var otp *networking.OutboundTrafficPolicy
 	switch d.OutboundTrafficPolicy {
 	case "":
 	case "ALLOW_ANY":
-		otp = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_ALLOW_ANY}
+		out.policy = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_ALLOW_ANY}
 	case "REGISTRY_ONLY":
-		otp = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}
+		out.policy = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}
 	default:
 		errf(AttrOutboundTrafficPolicy, -1, "", "Invalid Outbound Traffic Policy", "The outbound_traffic_policy %q is not one of ALLOW_ANY, REGISTRY_ONLY.", d.OutboundTrafficPolicy)
 	}
 
 	// ingress
-	var ingress []*networking.IstioIngressListener
 	for i, in := range d.Ingress {
 		if in.Port == 0 || in.Port > 65535 {
 			errf(AttrIngress, i, "", "Invalid Ingress Port", "The ingress port %d is not between 1 and 65535.", in.Port)
@@ -118,16 +151,20 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 			errf(AttrIngress, i, "", "Invalid Default Endpoint", "The default_endpoint %q is not 127.0.0.1:PORT, 0.0.0.0:PORT, [::1]:PORT, [::]:PORT or unix:///path.", in.DefaultEndpoint)
 			continue
 		}
-		ingress = append(ingress, &networking.IstioIngressListener{
+		out.ingress = append(out.ingress, &networking.IstioIngressListener{
 			Port:            &networking.SidecarPort{Number: in.Port, Protocol: proto, Name: strings.ToLower(proto) + "-" + strconv.Itoa(int(in.Port))},
 			DefaultEndpoint: in.DefaultEndpoint,
 		})
 	}
+	return out, probs
+}
 
-	// dependencies
-	r := newResolver(inv, domain, d.Namespace)
+// resolveAll resolves each dependency to its egress host and ports. A dependency that does
+// not resolve is a problem at its index and has no target.
+func (r *resolver) resolveAll(deps []Dependency) ([]target, []Problem) {
 	var targets []target
-	for i, dep := range d.Dependencies {
+	var probs []Problem
+	for i, dep := range deps {
 		t, p := r.resolve(dep)
 		t.index = i
 		if p != nil {
@@ -138,12 +175,16 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 		}
 		targets = append(targets, t)
 	}
-	for _, p := range probs {
-		if !p.Warning {
-			return nil, probs
-		}
-	}
+	return targets, probs
+}
 
+// egress builds the egress listeners from the targets and the system hosts, with the
+// warnings about what the scope imports: the mesh root namespace left out, ExternalName
+// aliases that REGISTRY_ONLY blocks, declared ports nothing exposes, and port-less
+// dependencies that widen the others. Malformed system hosts are errors, and then there are
+// no listeners.
+func (r *resolver) egress(d Declaration, targets []target, opts Options) ([]*networking.IstioEgressListener, []Problem) {
+	inv := r.inv
 	root := inv.Mesh.RootNamespace
 	if root == "" {
 		root = mesh.DefaultRootNamespace
@@ -152,11 +193,9 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	if system == nil {
 		system = []string{root + "/*"}
 	}
-	probs = append(probs, ValidateSystemHosts(system, opts.IstioVersion)...)
-	for _, p := range probs {
-		if !p.Warning {
-			return nil, probs
-		}
+	probs := ValidateSystemHosts(system, opts.IstioVersion)
+	if hasError(probs) {
+		return nil, probs
 	}
 	imported := slices.Clone(system)
 	for _, t := range targets {
@@ -189,20 +228,22 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 		}
 	}
 	probs = append(probs, portlessProblems(d, targets)...)
-	egress := buildEgress(targets, system)
+	return buildEgress(targets, system), probs
+}
 
-	spec := &networking.Sidecar{Ingress: ingress, Egress: egress, OutboundTrafficPolicy: otp}
+// render makes the Sidecar of the settings and egress listeners, and its manifest.
+func render(d Declaration, s settings, egress []*networking.IstioEgressListener) (*Result, *Problem) {
+	spec := &networking.Sidecar{Ingress: s.ingress, Egress: egress, OutboundTrafficPolicy: s.policy}
 	if len(d.Selector) > 0 {
 		spec.WorkloadSelector = &networking.WorkloadSelector{Labels: d.Selector}
 	}
 	labels := map[string]string{mesh.ManagedByLabel: mesh.ManagedByValue}
-	manifest, err := Marshal(name, d.Namespace, labels, spec)
+	manifest, err := Marshal(s.name, d.Namespace, labels, spec)
 	if err != nil {
-		errf(AttrDependencies, -1, "", "Cannot Render Sidecar", "Rendering the Sidecar failed: %v", err)
-		return nil, probs
+		return nil, &Problem{Attribute: AttrDependencies, Index: -1, Summary: "Cannot Render Sidecar", Detail: fmt.Sprintf("Rendering the Sidecar failed: %v", err)}
 	}
 	sc := &mesh.Sidecar{
-		Meta: mesh.Meta{Kind: "Sidecar", APIVersion: "networking.istio.io/v1", Name: name, Namespace: d.Namespace, Labels: labels, Source: "meshscope"},
+		Meta: mesh.Meta{Kind: "Sidecar", APIVersion: "networking.istio.io/v1", Name: s.name, Namespace: d.Namespace, Labels: labels, Source: "meshscope"},
 		Spec: spec,
 	}
 	var hosts []string
@@ -211,7 +252,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	}
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
-	return &Result{Name: name, Sidecar: sc, Manifest: manifest, EgressHosts: hosts}, probs
+	return &Result{Name: s.name, Sidecar: sc, Manifest: manifest, EgressHosts: hosts}, nil
 }
 
 // portlessProblems warns, on each dependency that imports every port, when other dependencies
