@@ -38,6 +38,8 @@ func (ix *index) hasDRs() bool {
 	return len(ix.drLocal) > 0 || len(ix.drExported) > 0 || len(ix.drRoot.specific) > 0 || len(ix.drRoot.wildcard) > 0
 }
 
+// initDestinationRules indexes the DestinationRules in istiod's buckets (R33): local to
+// their namespace, exported beyond it, and the root namespace's private ones.
 func (ix *index) initDestinationRules() {
 	ix.drLocal = map[string]*drSet{}
 	ix.drExported = map[string]*drSet{}
@@ -111,7 +113,7 @@ func supersetOf(a, b map[string]bool) bool {
 	return true
 }
 
-// mergeDR mirrors PushContext.mergeDestinationRule with enhanced merge on.
+// mergeDR mirrors PushContext.mergeDestinationRule with enhanced merge on (R33).
 func mergeDR(set *drSet, dr *mesh.DestinationRule, h string, exp map[string]bool) {
 	m := set.specific
 	if istioconfig.IsWildcard(h) {

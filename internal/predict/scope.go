@@ -93,6 +93,7 @@ func (ix *index) buildScope(sc *mesh.Sidecar, configNs string) *sidecarScope {
 	if sc != nil {
 		spec = sc.Spec
 	}
+	// R16: a Sidecar without egress imports "*/*".
 	egress := spec.GetEgress()
 	if len(egress) == 0 {
 		egress = []*networking.IstioEgressListener{{Hosts: []string{"*/*"}}}
@@ -164,6 +165,8 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 	}
 	l.vss = ix.selectVirtualServices(configNs, l.hosts)
 	var cands []*service
+	// R18: the candidate services, by the exact-host path when every host is exact and
+	// namespaced; R22: "*/*" imports all, "~/*" excludes all.
 	switch _, wild := l.hosts["*"]; {
 	case allExact:
 		cands = ix.servicesForExactHosts(configNs, l.hosts)
@@ -207,6 +210,8 @@ func (ix *index) servicesExportedToIn(configNs string, hosts map[string]*hostCla
 	return out
 }
 
+// selectServices imports the candidates a listener's hosts match (R19), trimmed to its port
+// (R20), one namespace per hostname (R21).
 func (ix *index) selectServices(l *listener, cands []*service, configNs string) []*scoped {
 	var imported []*scoped
 	wild := l.hosts["*"]
@@ -258,7 +263,7 @@ func (ix *index) selectServices(l *listener, cands []*service, configNs string) 
 	return out
 }
 
-// matchListenerPort mirrors matchingService's port step (serviceMatchingListenerPort).
+// matchListenerPort mirrors matchingService's port step (serviceMatchingListenerPort, R20).
 func matchListenerPort(s *scoped, l *listener) *scoped {
 	if !l.matchPort {
 		return s
@@ -294,6 +299,8 @@ func matchVSPorts(s *scoped, ports map[int]bool) *scoped {
 	return nil
 }
 
+// selectVirtualServices is R23: the VirtualServices visible in configNs that a host of the
+// listener matches, less exclusions.
 func (ix *index) selectVirtualServices(configNs string, hosts map[string]*hostClass) []*vsEntry {
 	var out []*vsEntry
 	seen := map[*vsEntry]bool{}
@@ -336,7 +343,8 @@ type addedIndex struct {
 	pos int
 }
 
-// collect mirrors SidecarScope.collectImportedServices and appendSidecarServices (R24, R25).
+// collect mirrors SidecarScope.collectImportedServices and appendSidecarServices (R24, R25):
+// listener after listener, so that ports imported by several listeners add up (R26).
 func (sc *sidecarScope) collect(ix *index, listeners []*listener, configNs string) {
 	// One listener and no VirtualService: appendSvc below would keep the
 	// listener's services as they are unless two of them share a host.
@@ -413,6 +421,7 @@ func (sc *sidecarScope) collect(ix *index, listeners []*listener, configNs strin
 	}
 }
 
+// canMerge is R25's canMergeServices: the ports of two services of one host add up.
 func canMerge(a, b *service) bool {
 	return a.ns == b.ns && a.res == b.res && a.k8s == b.k8s &&
 		maps.Equal(a.labels, b.labels) && maps.Equal(a.selector, b.selector) &&
@@ -427,7 +436,7 @@ func toSet(xs []string) map[string]bool {
 	return m
 }
 
-// pickNamespace mirrors pickBestVisibleNamespace (PILOT_SIDECAR_PICK_BEST_SERVICE_NAMESPACE=true).
+// pickNamespace mirrors pickBestVisibleNamespace (PILOT_SIDECAR_PICK_BEST_SERVICE_NAMESPACE=true, R24).
 func (ix *index) pickNamespace(byNs map[string]*service, configNs string) string {
 	var best *service
 	nss := make([]string, 0, len(byNs))

@@ -101,6 +101,7 @@ func (ix *index) initServices() {
 		}
 		all = append(all, ix.convertServiceEntry(se)...)
 	}
+	// R5 is not modelled: an inventory is one registry. R7: creation order.
 	slices.SortStableFunc(all, byCreation)
 	ix.services = all
 	ix.exportedTo = map[string][]*service{}
@@ -114,6 +115,7 @@ func (ix *index) initServices() {
 		s.pos = i
 		s.ambiguous = hostCount[s.host] > 1
 		s.full = &scoped{svc: s, ports: s.ports}
+		// R10: the exportTo buckets.
 		exp := ix.serviceExportTo(s)
 		switch {
 		case slices.Contains(exp, "*"):
@@ -136,6 +138,7 @@ func (ix *index) initServices() {
 				ix.exportedTo[e] = append(ix.exportedTo[e], s)
 			}
 		}
+		// R8: one service per host and namespace, the Kubernetes one over a ServiceEntry.
 		byNs := ix.byHostNs[s.host]
 		if byNs == nil {
 			byNs = map[string]*service{}
@@ -163,12 +166,15 @@ func (ix *index) serviceVisible(s *service, ns string) bool {
 	return istioconfig.ExportedTo(ix.serviceExportTo(s), s.ns, ns)
 }
 
+// servicesExportedTo is R11: the services exported to ns, then the public ones.
 func (ix *index) servicesExportedTo(ns string) []*service {
 	out := make([]*service, 0, len(ix.exportedTo[ns])+len(ix.public))
 	out = append(out, ix.exportedTo[ns]...)
 	return append(out, ix.public...)
 }
 
+// convertKube is R1: a Kubernetes Service is one service, <name>.<namespace>.svc.<domain>, with
+// every port (R2 names its protocol) and its exportTo annotation (R9).
 func (ix *index) convertKube(ks *mesh.Service) *service {
 	s := &service{
 		host:     ks.Name + "." + ks.Namespace + ".svc." + ix.domain,
@@ -190,6 +196,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 			s.endpointLabels = []map[string]string{nil}
 		}
 	}
+	// R1: headless is Passthrough, even for an ExternalName Service.
 	if ks.Spec.ClusterIP == corev1.ClusterIPNone {
 		s.res = resPassthrough
 	}
@@ -200,6 +207,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 	return s
 }
 
+// convertServiceEntry is R3: a ServiceEntry is one service per host, the host verbatim.
 func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 	spec := se.Spec
 	res := resClientSideLB
@@ -221,6 +229,8 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 	if ws := spec.GetWorkloadSelector(); ws != nil {
 		selector = ws.GetLabels()
 	}
+	// R4: a DNS ServiceEntry's endpoints: its own, else the pods its workloadSelector selects,
+	// else one endpoint per port with no labels.
 	var endpoints []map[string]string
 	if res == resDNSLB || res == resDNSRoundRobin {
 		switch {

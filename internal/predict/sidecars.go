@@ -10,6 +10,7 @@ import (
 
 // Sidecars as istiod orders and selects them (R13-R15).
 
+// initSidecars orders the Sidecars (R13) and finds the root namespace's default (R14).
 func (ix *index) initSidecars() {
 	ix.sidecarsByNs = map[string][]*mesh.Sidecar{}
 	scs := make([]*mesh.Sidecar, 0, len(ix.inv.Sidecars))
@@ -25,6 +26,7 @@ func (ix *index) initSidecars() {
 	})
 	for _, sc := range scs {
 		ix.sidecarsByNs[sc.Namespace] = append(ix.sidecarsByNs[sc.Namespace], sc)
+		// R14: the oldest selector-less Sidecar of the root namespace.
 		if ix.rootSidecar == nil && sc.Namespace == ix.root && sc.Spec.GetWorkloadSelector() == nil {
 			ix.rootSidecar = sc
 		}

@@ -17,6 +17,8 @@ type vsEntry struct {
 	hosts []string // resolved
 }
 
+// initVirtualServices indexes the VirtualServices bound to the mesh gateway by the
+// namespaces they are exported to (R23).
 func (ix *index) initVirtualServices() {
 	ix.vsPrivate = map[string][]*vsEntry{}
 	ix.vsExported = map[string][]*vsEntry{}
@@ -68,7 +70,7 @@ func (ix *index) initVirtualServices() {
 	}
 }
 
-// destinations mirrors virtualServiceDestinationsFilteredBySourceNamespace, with
+// destinations (R24) mirrors virtualServiceDestinationsFilteredBySourceNamespace, with
 // destination hosts resolved against the VirtualService's namespace.
 func (ix *index) destinations(e *vsEntry, configNs string) (map[string]map[int]bool, []string) {
 	out := map[string]map[int]bool{}

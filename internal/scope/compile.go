@@ -573,6 +573,7 @@ func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (ta
 		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
 			"The dependency %q resolves to %s, but its namespace %q is outside the mesh's discoverySelectors, so istiod never sees it. Label the namespace to match meshConfig.discoverySelectors.", raw, fqdn, svc.Namespace)}
 	}
+	// R9, R12: visible to the scope's namespace as the predictor sees it.
 	if !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(istioconfig.AnnotationExportTo(svc.Annotations), r.inv.Mesh.DefaultServiceExportTo), svc.Namespace, r.ns) {
 		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
 			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, istioconfig.ExportToAnnotation, r.ns)}
@@ -624,11 +625,13 @@ func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target,
 	var best *mesh.ServiceEntry
 	bestHost := ""
 	for _, se := range r.inv.ServiceEntries {
+		// R6, R9, R12: a ServiceEntry istiod shows the scope's namespace.
 		if !r.inv.NamespaceVisible(se.Namespace) || !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(se.Spec.GetExportTo(), r.inv.Mesh.DefaultServiceExportTo), se.Namespace, r.ns) {
 			continue
 		}
 		for _, h := range se.Spec.GetHosts() {
 			h = strings.ToLower(h)
+			// R19: the host is one the ServiceEntry host covers.
 			if !istioconfig.HostSubsetOf(host, h) {
 				continue
 			}
@@ -743,6 +746,7 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 			continue
 		}
 		// Past the check above, a "~" host is an exclusion on every release it can reach.
+		// R17: parsed as the predictor parses egress hosts.
 		eh, ok := istioconfig.ParseEgressHost(h, true)
 		ns, name := eh.Namespace, eh.Name
 		bad := !ok || name == ""
