@@ -19,6 +19,7 @@ type hostClass struct {
 	excluded []string
 }
 
+// isExcluded reports whether an exclusion covers h (R19).
 func (hc *hostClass) isExcluded(h string) bool {
 	for _, e := range hc.excluded {
 		if istioconfig.HostSubsetOf(h, e) {
@@ -28,23 +29,15 @@ func (hc *hostClass) isExcluded(h string) bool {
 	return false
 }
 
-func (hc *hostClass) matches(h string) bool {
-	if hc.exact[h] {
-		return true
-	}
-	hw := istioconfig.IsWildcard(h)
-	for _, imp := range hc.all {
-		if !hw && !istioconfig.IsWildcard(imp) {
-			continue
-		}
-		if istioconfig.HostSubsetOf(h, imp) {
-			return true
-		}
-	}
-	return false
-}
+// matches reports whether the hosts import service host h (R19): exactly, or, with a wildcard
+// on either side, h is a subset of a host. Istio: hostClassification.Matches.
+func (hc *hostClass) matches(h string) bool { return hc.match(h, false) }
 
-func (hc *hostClass) vsMatches(h string) bool {
+// vsMatches reports whether the hosts import VirtualService host h (R23): exactly, or, with a
+// wildcard on either side, the two overlap. Istio: hostClassification.VSMatches.
+func (hc *hostClass) vsMatches(h string) bool { return hc.match(h, true) }
+
+func (hc *hostClass) match(h string, overlap bool) bool {
 	if hc.exact[h] {
 		return true
 	}
@@ -53,7 +46,7 @@ func (hc *hostClass) vsMatches(h string) bool {
 		if !hw && !istioconfig.IsWildcard(imp) {
 			continue
 		}
-		if istioconfig.HostsOverlap(h, imp) {
+		if overlap && istioconfig.HostsOverlap(h, imp) || !overlap && istioconfig.HostSubsetOf(h, imp) {
 			return true
 		}
 	}
