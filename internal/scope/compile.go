@@ -54,7 +54,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	if domain == "" {
 		domain = mesh.DefaultDomainSuffix
 	}
-	settings, probs := validate(inv, d)
+	own, probs := validate(inv, d)
 	r := newResolver(inv, domain, d.Namespace)
 	targets, more := r.resolveAll(d.Dependencies)
 	probs = append(probs, more...)
@@ -66,7 +66,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	if hasError(probs) {
 		return nil, probs
 	}
-	res, p := render(d, settings, egress)
+	res, p := render(d, own, egress)
 	if p != nil {
 		return nil, append(probs, *p)
 	}
