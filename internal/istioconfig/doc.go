@@ -3,6 +3,8 @@
 // (host, labels, protocol, visibility). It imports only istio.io/api and the Kubernetes API
 // types, never Terraform.
 //
-// It starts with the validation Istio's webhook applies to hosts and ports; the rest of the
-// shared semantics moves here from the compiler and the predictor over time.
+// It holds hosts (wildcards, subsets, Sidecar egress hosts), labels (selectors), protocols
+// (one list, the Kubernetes port conversion), visibility (exportTo and its mesh defaults),
+// the creation order istiod sorts configs by, releases (Version and its switches) and the
+// validation Istio's webhook applies to hosts and ports.
 package istioconfig

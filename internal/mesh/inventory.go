@@ -18,7 +18,6 @@ const (
 	DefaultDomainSuffix  = "cluster.local"
 	ManagedByLabel       = "app.kubernetes.io/managed-by"
 	ManagedByValue       = "meshscope"
-	ExportToAnnotation   = "networking.istio.io/exportTo"
 )
 
 // Meta is the part of an object's metadata the predictor and compiler use.

@@ -136,6 +136,9 @@ func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 	} else {
 		outbound = ix.sortedOutbound(scope, proxy)
 	}
+	// R37: BlackHoleCluster and PassthroughCluster, whatever the outbound policy; R38:
+	// AllowAnyDynamicDNSCluster for ALLOW_ANY_DYNAMIC_DNS. R39 (EnvoyFilters), R44 (HBONE) and
+	// R45 (credential socket) are not modelled.
 	rest := []Cluster{
 		{Name: "BlackHoleCluster", Type: TypeStatic},
 		{Name: "PassthroughCluster", Type: TypeOriginalDst},
@@ -160,6 +163,7 @@ func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 
 // sortedOutbound returns the outbound clusters of the proxy, sorted by name
 // (stably, in the order istiod builds them for equal names).
+// R32: duplicate names are kept, as istiod does not normalize outbound clusters.
 func (ix *index) sortedOutbound(scope *sidecarScope, proxy Proxy) []Cluster {
 	raw := make([]Cluster, 0, scope.clusterHint)
 	for _, s := range scope.services {
@@ -229,6 +233,7 @@ func mergeByName(a, b []Cluster) []Cluster {
 	return append(out, a[i:]...)
 }
 
+// bootstrap is R46: the static clusters of the bootstrap, with the tracer's.
 func (ix *index) bootstrap() []Cluster {
 	b := []Cluster{
 		{Name: "agent", Type: TypeStatic},
@@ -260,16 +265,19 @@ func lbFor(tp *networking.TrafficPolicy, port int) *networking.LoadBalancerSetti
 	return tp.GetLoadBalancer()
 }
 
+// appendOutbound appends the outbound clusters of one service of the scope (R27-R31, R36).
 func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy, s *scoped) []Cluster {
 	svc := s.svc
+	// R27: an alias has no cluster.
 	if svc.res == resAlias {
 		return out
 	}
 	dr := scope.destinationRuleFor(proxy, svc.host)
-	if isWild(svc.host) && svc.res == resDynamicDNS {
+	// R28: a wildcard DYNAMIC_DNS host has one DFP cluster per HTTP, TLS, GRPC or HTTP2 port.
+	if istioconfig.IsWildcard(svc.host) && svc.res == resDynamicDNS {
 		for _, p := range s.ports {
 			switch p.proto {
-			case protoHTTP, protoTLS, protoGRPC, protoHTTP2:
+			case istioconfig.HTTP, istioconfig.TLS, istioconfig.GRPC, istioconfig.HTTP2:
 				out = append(out, Cluster{Name: p.cluster, FQDN: svc.host, Port: p.num,
 					Direction: Outbound, Type: "DYNAMIC_FORWARD_PROXY", DestinationRule: drName(dr)})
 			}
@@ -278,12 +286,15 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 	}
 	dns := svc.res == resDNSLB || svc.res == resDNSRoundRobin
 	for _, p := range s.ports {
-		if p.proto == protoUDP {
+		// R29: one cluster per port, none for UDP.
+		if p.proto == istioconfig.UDP {
 			continue
 		}
+		// R31: a DNS cluster without endpoints is dropped.
 		if dns && len(svc.endpointLabels) == 0 {
 			continue
 		}
+		// R30: the discovery type of the resolution.
 		typ := TypeEDS
 		switch svc.res {
 		case resDNSLB:
@@ -308,6 +319,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 		if dr == nil {
 			continue
 		}
+		// R36: one cluster per subset, but none for a DNS subset without endpoints (R31).
 		for _, ss := range dr.subsets {
 			styp := typ
 			if ss.GetTrafficPolicy().GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH {
@@ -325,7 +337,7 @@ func (ix *index) appendOutbound(out []Cluster, scope *sidecarScope, proxy Proxy,
 
 func hasEndpointWith(eps []map[string]string, sel map[string]string) bool {
 	for _, e := range eps {
-		if labelsSubsetOf(sel, e) {
+		if istioconfig.LabelsSubset(sel, e) {
 			return true
 		}
 	}
@@ -342,6 +354,7 @@ func (ix *index) inbound(sc *mesh.Sidecar, proxy Proxy) []Cluster {
 			out = append(out, c)
 		}
 	}
+	// R42: a Sidecar with ingress has one cluster per ingress listener.
 	if ingress := sc.GetSpecIngress(); len(ingress) > 0 {
 		for _, in := range ingress {
 			typ := TypeOriginalDst
@@ -362,13 +375,14 @@ func (ix *index) inbound(sc *mesh.Sidecar, proxy Proxy) []Cluster {
 		}
 		return out
 	}
+	// R41: else one per distinct target port of the proxy's services (R40).
 	for _, tp := range ix.targetPorts(proxy) {
 		add(Cluster{Name: fmt.Sprintf("inbound|%d||", tp), Port: tp, Direction: Inbound, Type: TypeOriginalDst})
 	}
 	return out
 }
 
-// targetPorts mirrors the aggregate GetProxyServiceTargets for a pod: first the
+// targetPorts (R40) mirrors the aggregate GetProxyServiceTargets for a pod: first the
 // Kubernetes registry (the target ports of every Service in the pod's namespace
 // whose selector matches the pod), then the ServiceEntry registry (every port of
 // each ServiceEntry in the pod's namespace whose workloadSelector selects it).
@@ -381,7 +395,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 		}
 	}
 	for _, ks := range ix.kubeByNs[proxy.Namespace] {
-		if !selectorMatches(ks.Spec.Selector, proxy.Labels) {
+		if !istioconfig.SelectorMatches(ks.Spec.Selector, proxy.Labels) {
 			continue
 		}
 		type tpKey struct {
@@ -399,7 +413,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 			if !ok {
 				continue
 			}
-			k := tpKey{num, convertKubeProtocol(sp.Port, sp.Name, sp.Protocol, sp.AppProtocol)}
+			k := tpKey{num, istioconfig.ConvertKubeProtocol(sp.Port, sp.Name, sp.Protocol, sp.AppProtocol)}
 			if seen[k] {
 				continue
 			}
@@ -411,7 +425,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 		return out // the ServiceEntry registry finds workloads by pod IP
 	}
 	for _, se := range ix.selectorSEsByNs[proxy.Namespace] {
-		if !labelsSubsetOf(se.Spec.GetWorkloadSelector().GetLabels(), w.PodLabels) || len(se.Spec.GetHosts()) == 0 {
+		if !istioconfig.LabelsSubset(se.Spec.GetWorkloadSelector().GetLabels(), w.PodLabels) || len(se.Spec.GetHosts()) == 0 {
 			continue
 		}
 		for _, p := range se.Spec.GetPorts() {
@@ -431,7 +445,7 @@ func (ix *index) targetPorts(proxy Proxy) []int {
 // podOf returns the running workload whose pods carry exactly the proxy's labels.
 func (ix *index) podOf(proxy Proxy) *mesh.Workload {
 	for _, w := range ix.workloadsByNs[proxy.Namespace] {
-		if labelsEqual(w.PodLabels, proxy.Labels) {
+		if maps.Equal(w.PodLabels, proxy.Labels) {
 			return w
 		}
 	}

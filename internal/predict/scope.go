@@ -2,12 +2,13 @@ package predict
 
 import (
 	"cmp"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -18,41 +19,34 @@ type hostClass struct {
 	excluded []string
 }
 
+// isExcluded reports whether an exclusion covers h (R19).
 func (hc *hostClass) isExcluded(h string) bool {
 	for _, e := range hc.excluded {
-		if subsetOf(h, e) {
+		if istioconfig.HostSubsetOf(h, e) {
 			return true
 		}
 	}
 	return false
 }
 
-func (hc *hostClass) matches(h string) bool {
-	if hc.exact[h] {
-		return true
-	}
-	hw := isWild(h)
-	for _, imp := range hc.all {
-		if !hw && !isWild(imp) {
-			continue
-		}
-		if subsetOf(h, imp) {
-			return true
-		}
-	}
-	return false
-}
+// matches reports whether the hosts import service host h (R19): exactly, or, with a wildcard
+// on either side, h is a subset of a host. Istio: hostClassification.Matches.
+func (hc *hostClass) matches(h string) bool { return hc.match(h, false) }
 
-func (hc *hostClass) vsMatches(h string) bool {
+// vsMatches reports whether the hosts import VirtualService host h (R23): exactly, or, with a
+// wildcard on either side, the two overlap. Istio: hostClassification.VSMatches.
+func (hc *hostClass) vsMatches(h string) bool { return hc.match(h, true) }
+
+func (hc *hostClass) match(h string, overlap bool) bool {
 	if hc.exact[h] {
 		return true
 	}
-	hw := isWild(h)
+	hw := istioconfig.IsWildcard(h)
 	for _, imp := range hc.all {
-		if !hw && !isWild(imp) {
+		if !hw && !istioconfig.IsWildcard(imp) {
 			continue
 		}
-		if hostMatches(h, imp) {
+		if overlap && istioconfig.HostsOverlap(h, imp) || !overlap && istioconfig.HostSubsetOf(h, imp) {
 			return true
 		}
 	}
@@ -92,6 +86,7 @@ func (ix *index) buildScope(sc *mesh.Sidecar, configNs string) *sidecarScope {
 	if sc != nil {
 		spec = sc.Spec
 	}
+	// R16: a Sidecar without egress imports "*/*".
 	egress := spec.GetEgress()
 	if len(egress) == 0 {
 		egress = []*networking.IstioEgressListener{{Hosts: []string{"*/*"}}}
@@ -130,21 +125,15 @@ func (ix *index) buildScope(sc *mesh.Sidecar, configNs string) *sidecarScope {
 
 func (ix *index) convertListener(configNs string, e *networking.IstioEgressListener) *listener {
 	l := &listener{cfg: e, hosts: map[string]*hostClass{}}
-	l.matchPort = e.GetPort().GetNumber() != 0 && parseProtocol(e.GetPort().GetProtocol()) != protoHTTPProxy
+	l.matchPort = e.GetPort().GetNumber() != 0 && istioconfig.ParseProtocol(e.GetPort().GetProtocol()) != istioconfig.HTTPProxy
 	allExact := true
 	exclusion := ix.ver.EgressExclusions() // R17
 	for _, h := range e.GetHosts() {
-		if strings.Count(h, "/") != 1 {
+		eh, ok := istioconfig.ParseEgressHost(h, exclusion)
+		if !ok {
 			continue
 		}
-		ns, name, _ := strings.Cut(h, "/")
-		excluded := exclusion && strings.HasPrefix(ns, "~")
-		if excluded {
-			ns = strings.TrimPrefix(ns, "~")
-			if ns == "" {
-				ns = "*"
-			}
-		}
+		ns, name, excluded := eh.Namespace, eh.Name, eh.Excluded
 		if ns == "." {
 			ns = configNs
 		}
@@ -157,7 +146,7 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 			hc.excluded = append(hc.excluded, name)
 			continue
 		}
-		if !isWild(name) {
+		if !istioconfig.IsWildcard(name) {
 			hc.exact[name] = true
 		} else {
 			allExact = false
@@ -169,6 +158,8 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 	}
 	l.vss = ix.selectVirtualServices(configNs, l.hosts)
 	var cands []*service
+	// R18: the candidate services, by the exact-host path when every host is exact and
+	// namespaced; R22: "*/*" imports all, "~/*" excludes all.
 	switch _, wild := l.hosts["*"]; {
 	case allExact:
 		cands = ix.servicesForExactHosts(configNs, l.hosts)
@@ -191,15 +182,7 @@ func (ix *index) servicesForExactHosts(configNs string, hosts map[string]*hostCl
 		}
 	}
 	// Same order as the creation-ordered service list.
-	slices.SortStableFunc(out, func(a, b *service) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.attrName, b.attrName); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ns, b.ns)
-	})
+	slices.SortStableFunc(out, byCreation)
 	return out
 }
 
@@ -220,6 +203,8 @@ func (ix *index) servicesExportedToIn(configNs string, hosts map[string]*hostCla
 	return out
 }
 
+// selectServices imports the candidates a listener's hosts match (R19), trimmed to its port
+// (R20), one namespace per hostname (R21).
 func (ix *index) selectServices(l *listener, cands []*service, configNs string) []*scoped {
 	var imported []*scoped
 	wild := l.hosts["*"]
@@ -271,7 +256,7 @@ func (ix *index) selectServices(l *listener, cands []*service, configNs string) 
 	return out
 }
 
-// matchListenerPort mirrors matchingService's port step (serviceMatchingListenerPort).
+// matchListenerPort mirrors matchingService's port step (serviceMatchingListenerPort, R20).
 func matchListenerPort(s *scoped, l *listener) *scoped {
 	if !l.matchPort {
 		return s
@@ -307,6 +292,8 @@ func matchVSPorts(s *scoped, ports map[int]bool) *scoped {
 	return nil
 }
 
+// selectVirtualServices is R23: the VirtualServices visible in configNs that a host of the
+// listener matches, less exclusions.
 func (ix *index) selectVirtualServices(configNs string, hosts map[string]*hostClass) []*vsEntry {
 	var out []*vsEntry
 	seen := map[*vsEntry]bool{}
@@ -349,7 +336,8 @@ type addedIndex struct {
 	pos int
 }
 
-// collect mirrors SidecarScope.collectImportedServices and appendSidecarServices (R24, R25).
+// collect mirrors SidecarScope.collectImportedServices and appendSidecarServices (R24, R25):
+// listener after listener, so that ports imported by several listeners add up (R26).
 func (sc *sidecarScope) collect(ix *index, listeners []*listener, configNs string) {
 	// One listener and no VirtualService: appendSvc below would keep the
 	// listener's services as they are unless two of them share a host.
@@ -426,9 +414,10 @@ func (sc *sidecarScope) collect(ix *index, listeners []*listener, configNs strin
 	}
 }
 
+// canMerge is R25's canMergeServices: the ports of two services of one host add up.
 func canMerge(a, b *service) bool {
 	return a.ns == b.ns && a.res == b.res && a.k8s == b.k8s &&
-		labelsEqual(a.labels, b.labels) && labelsEqual(a.selector, b.selector) &&
+		maps.Equal(a.labels, b.labels) && maps.Equal(a.selector, b.selector) &&
 		setEqual(toSet(a.exportTo), toSet(b.exportTo))
 }
 
@@ -440,7 +429,7 @@ func toSet(xs []string) map[string]bool {
 	return m
 }
 
-// pickNamespace mirrors pickBestVisibleNamespace (PILOT_SIDECAR_PICK_BEST_SERVICE_NAMESPACE=true).
+// pickNamespace mirrors pickBestVisibleNamespace (PILOT_SIDECAR_PICK_BEST_SERVICE_NAMESPACE=true, R24).
 func (ix *index) pickNamespace(byNs map[string]*service, configNs string) string {
 	var best *service
 	nss := make([]string, 0, len(byNs))
@@ -470,11 +459,11 @@ func (ix *index) pickNamespace(byNs map[string]*service, configNs string) string
 func (ix *index) destinationRule(proxyNs string, s *service) []*consolidatedDR {
 	if proxyNs != ix.root {
 		if set := ix.drLocal[proxyNs]; set != nil {
-			if l, ok := mostSpecificHostMatch(s.host, set.specific, set.wildcard); ok {
+			if l, ok := istioconfig.MostSpecificHostMatch(s.host, set.specific, set.wildcard); ok {
 				return l
 			}
 		}
-	} else if l, ok := mostSpecificHostMatch(s.host, ix.drRoot.specific, ix.drRoot.wildcard); ok {
+	} else if l, ok := istioconfig.MostSpecificHostMatch(s.host, ix.drRoot.specific, ix.drRoot.wildcard); ok {
 		return l
 	}
 	if out := ix.exportedDR(s.ns, s.host, proxyNs); len(out) > 0 {
@@ -491,7 +480,7 @@ func (ix *index) exportedDR(owner, h, client string) []*consolidatedDR {
 	if set == nil {
 		return nil
 	}
-	l, ok := mostSpecificHostMatch(h, set.specific, set.wildcard)
+	l, ok := istioconfig.MostSpecificHostMatch(h, set.specific, set.wildcard)
 	if !ok {
 		return nil
 	}
@@ -511,7 +500,7 @@ func (sc *sidecarScope) destinationRuleFor(p Proxy, h string) *consolidatedDR {
 		if !d.hasSel {
 			catchAll = d
 		}
-		if sc.ns == d.rule.Namespace && d.hasSel && labelsSubsetOf(d.selector, p.Labels) {
+		if sc.ns == d.rule.Namespace && d.hasSel && istioconfig.LabelsSubset(d.selector, p.Labels) {
 			return d
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
@@ -41,7 +42,7 @@ type workloadScopeResource struct {
 }
 
 // ingressProtocols are the Sidecar ingress listener protocols Istio accepts.
-var ingressProtocols = []string{"HTTP", "HTTPS", "HTTP2", "GRPC", "GRPC-WEB", "TCP", "TLS", "MONGO", "MYSQL", "REDIS"}
+var ingressProtocols = istioconfig.SidecarListenerProtocols()
 
 func (r *workloadScopeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_workload_scope"

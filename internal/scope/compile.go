@@ -47,16 +47,52 @@ type target struct {
 
 // Compile resolves the declaration against the inventory and emits the smallest
 // Sidecar that still lets every declared call through. Problems with
-// Warning=false mean the Result is nil.
+// Warning=false mean the Result is nil. It runs four steps: validate the declaration's
+// own settings, resolve its dependencies, build the egress listeners, render the Sidecar.
 func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Problem) {
-	var probs []Problem
-	errf := func(attr string, idx int, key, summary, format string, a ...any) {
-		probs = append(probs, Problem{Attribute: attr, Index: idx, Key: key, Summary: summary, Detail: fmt.Sprintf(format, a...)})
-	}
 	domain := opts.DomainSuffix
 	if domain == "" {
 		domain = mesh.DefaultDomainSuffix
 	}
+	own, probs := validate(inv, d)
+	r := newResolver(inv, domain, d.Namespace)
+	targets, more := r.resolveAll(d.Dependencies)
+	probs = append(probs, more...)
+	if hasError(probs) {
+		return nil, probs
+	}
+	egress, more := r.egress(d, targets, opts)
+	probs = append(probs, more...)
+	if hasError(probs) {
+		return nil, probs
+	}
+	res, p := render(d, own, egress)
+	if p != nil {
+		return nil, append(probs, *p)
+	}
+	return res, probs
+}
+
+// hasError reports whether some problem is an error rather than a warning.
+func hasError(probs []Problem) bool {
+	return slices.ContainsFunc(probs, func(p Problem) bool { return !p.Warning })
+}
+
+// settings are a declaration's own settings, validated: everything but its dependencies.
+type settings struct {
+	name    string
+	policy  *networking.OutboundTrafficPolicy
+	ingress []*networking.IstioIngressListener
+}
+
+// validate checks the declaration's namespace, workload selector, name, outbound traffic
+// policy and ingress listeners.
+func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
+	var probs []Problem
+	errf := func(attr string, idx int, key, summary, format string, a ...any) {
+		probs = append(probs, Problem{Attribute: attr, Index: idx, Key: key, Summary: summary, Detail: fmt.Sprintf(format, a...)})
+	}
+	var out settings
 
 	// namespace
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
@@ -72,8 +108,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	}
 
 	// selector
-	keys := sortedKeys(d.Selector)
-	for _, k := range keys {
+	for _, k := range sortedKeys(d.Selector) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			errf(AttrWorkloadSelector, -1, k, "Invalid Label Key", "The workload_selector key %q is not a valid Kubernetes label key: %s.", k, strings.Join(errs, "; "))
 		}
@@ -83,51 +118,53 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	}
 
 	// name
-	name := d.Name
-	if name == "" {
-		name = DefaultName(d.Selector)
-	} else if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		errf(AttrName, -1, "", "Invalid Name", "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", name, strings.Join(errs, "; "))
+	out.name = d.Name
+	if out.name == "" {
+		out.name = DefaultName(d.Selector)
+	} else if errs := validation.IsDNS1123Subdomain(out.name); len(errs) > 0 {
+		errf(AttrName, -1, "", "Invalid Name", "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", out.name, strings.Join(errs, "; "))
 	}
 
 	// outbound traffic policy
-	var otp *networking.OutboundTrafficPolicy
 	switch d.OutboundTrafficPolicy {
 	case "":
 	case "ALLOW_ANY":
-		otp = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_ALLOW_ANY}
+		out.policy = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_ALLOW_ANY}
 	case "REGISTRY_ONLY":
-		otp = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}
+		out.policy = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}
 	default:
 		errf(AttrOutboundTrafficPolicy, -1, "", "Invalid Outbound Traffic Policy", "The outbound_traffic_policy %q is not one of ALLOW_ANY, REGISTRY_ONLY.", d.OutboundTrafficPolicy)
 	}
 
 	// ingress
-	var ingress []*networking.IstioIngressListener
 	for i, in := range d.Ingress {
 		if in.Port == 0 || in.Port > 65535 {
 			errf(AttrIngress, i, "", "Invalid Ingress Port", "The ingress port %d is not between 1 and 65535.", in.Port)
 			continue
 		}
-		proto := strings.ToUpper(in.Protocol)
-		if !validProtocols[proto] {
-			errf(AttrIngress, i, "", "Invalid Ingress Protocol", "The ingress protocol %q is not an Istio protocol. Use one of HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, TCP, TLS, MONGO, REDIS, MYSQL.", in.Protocol)
+		proto := istioconfig.SidecarListenerProtocol(in.Protocol)
+		if proto == "" {
+			errf(AttrIngress, i, "", "Invalid Ingress Protocol", "The ingress protocol %q is not an Istio protocol. Use one of %s.", in.Protocol, strings.Join(istioconfig.SidecarListenerProtocols(), ", "))
 			continue
 		}
 		if in.DefaultEndpoint != "" && !validDefaultEndpoint(in.DefaultEndpoint) {
 			errf(AttrIngress, i, "", "Invalid Default Endpoint", "The default_endpoint %q is not 127.0.0.1:PORT, 0.0.0.0:PORT, [::1]:PORT, [::]:PORT or unix:///path.", in.DefaultEndpoint)
 			continue
 		}
-		ingress = append(ingress, &networking.IstioIngressListener{
+		out.ingress = append(out.ingress, &networking.IstioIngressListener{
 			Port:            &networking.SidecarPort{Number: in.Port, Protocol: proto, Name: strings.ToLower(proto) + "-" + strconv.Itoa(int(in.Port))},
 			DefaultEndpoint: in.DefaultEndpoint,
 		})
 	}
+	return out, probs
+}
 
-	// dependencies
-	r := newResolver(inv, domain, d.Namespace)
+// resolveAll resolves each dependency to its egress host and ports. A dependency that does
+// not resolve is a problem at its index and has no target.
+func (r *resolver) resolveAll(deps []Dependency) ([]target, []Problem) {
 	var targets []target
-	for i, dep := range d.Dependencies {
+	var probs []Problem
+	for i, dep := range deps {
 		t, p := r.resolve(dep)
 		t.index = i
 		if p != nil {
@@ -138,12 +175,16 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 		}
 		targets = append(targets, t)
 	}
-	for _, p := range probs {
-		if !p.Warning {
-			return nil, probs
-		}
-	}
+	return targets, probs
+}
 
+// egress builds the egress listeners from the targets and the system hosts, with the
+// warnings about what the scope imports: the mesh root namespace left out, ExternalName
+// aliases that REGISTRY_ONLY blocks, declared ports nothing exposes, and port-less
+// dependencies that widen the others. Malformed system hosts are errors, and then there are
+// no listeners.
+func (r *resolver) egress(d Declaration, targets []target, opts Options) ([]*networking.IstioEgressListener, []Problem) {
+	inv := r.inv
 	root := inv.Mesh.RootNamespace
 	if root == "" {
 		root = mesh.DefaultRootNamespace
@@ -152,11 +193,9 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	if system == nil {
 		system = []string{root + "/*"}
 	}
-	probs = append(probs, ValidateSystemHosts(system, opts.IstioVersion)...)
-	for _, p := range probs {
-		if !p.Warning {
-			return nil, probs
-		}
+	probs := ValidateSystemHosts(system, opts.IstioVersion)
+	if hasError(probs) {
+		return nil, probs
 	}
 	imported := slices.Clone(system)
 	for _, t := range targets {
@@ -189,20 +228,22 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 		}
 	}
 	probs = append(probs, portlessProblems(d, targets)...)
-	egress := buildEgress(targets, system)
+	return buildEgress(targets, system), probs
+}
 
-	spec := &networking.Sidecar{Ingress: ingress, Egress: egress, OutboundTrafficPolicy: otp}
+// render makes the Sidecar of the settings and egress listeners, and its manifest.
+func render(d Declaration, s settings, egress []*networking.IstioEgressListener) (*Result, *Problem) {
+	spec := &networking.Sidecar{Ingress: s.ingress, Egress: egress, OutboundTrafficPolicy: s.policy}
 	if len(d.Selector) > 0 {
 		spec.WorkloadSelector = &networking.WorkloadSelector{Labels: d.Selector}
 	}
 	labels := map[string]string{mesh.ManagedByLabel: mesh.ManagedByValue}
-	manifest, err := Marshal(name, d.Namespace, labels, spec)
+	manifest, err := Marshal(s.name, d.Namespace, labels, spec)
 	if err != nil {
-		errf(AttrDependencies, -1, "", "Cannot Render Sidecar", "Rendering the Sidecar failed: %v", err)
-		return nil, probs
+		return nil, &Problem{Attribute: AttrDependencies, Index: -1, Summary: "Cannot Render Sidecar", Detail: fmt.Sprintf("Rendering the Sidecar failed: %v", err)}
 	}
 	sc := &mesh.Sidecar{
-		Meta: mesh.Meta{Kind: "Sidecar", APIVersion: "networking.istio.io/v1", Name: name, Namespace: d.Namespace, Labels: labels, Source: "meshscope"},
+		Meta: mesh.Meta{Kind: "Sidecar", APIVersion: "networking.istio.io/v1", Name: s.name, Namespace: d.Namespace, Labels: labels, Source: "meshscope"},
 		Spec: spec,
 	}
 	var hosts []string
@@ -211,7 +252,7 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	}
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
-	return &Result{Name: name, Sidecar: sc, Manifest: manifest, EgressHosts: hosts}, probs
+	return &Result{Name: s.name, Sidecar: sc, Manifest: manifest, EgressHosts: hosts}, nil
 }
 
 // portlessProblems warns, on each dependency that imports every port, when other dependencies
@@ -324,11 +365,6 @@ func hostsOrNone(hosts []string) []string {
 		return []string{"~/*"}
 	}
 	return hosts
-}
-
-var validProtocols = map[string]bool{
-	"HTTP": true, "HTTPS": true, "HTTP2": true, "GRPC": true, "GRPC-WEB": true, "TCP": true,
-	"TLS": true, "MONGO": true, "REDIS": true, "MYSQL": true,
 }
 
 func validDefaultEndpoint(s string) bool {
@@ -537,9 +573,10 @@ func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (ta
 		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
 			"The dependency %q resolves to %s, but its namespace %q is outside the mesh's discoverySelectors, so istiod never sees it. Label the namespace to match meshConfig.discoverySelectors.", raw, fqdn, svc.Namespace)}
 	}
-	if !exportedTo(svc.Annotations[mesh.ExportToAnnotation], svc.Namespace, r.ns, r.inv.Mesh.DefaultServiceExportTo) {
+	// R9, R12: visible to the scope's namespace as the predictor sees it.
+	if !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(istioconfig.AnnotationExportTo(svc.Annotations), r.inv.Mesh.DefaultServiceExportTo), svc.Namespace, r.ns) {
 		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
-			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, mesh.ExportToAnnotation, r.ns)}
+			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, istioconfig.ExportToAnnotation, r.ns)}
 	}
 	t := target{host: svc.Namespace + "/" + fqdn, proto: map[uint32]string{}}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -588,16 +625,14 @@ func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target,
 	var best *mesh.ServiceEntry
 	bestHost := ""
 	for _, se := range r.inv.ServiceEntries {
-		if !r.inv.NamespaceVisible(se.Namespace) || !exportedToList(se.Spec.GetExportTo(), se.Namespace, r.ns, r.inv.Mesh.DefaultServiceExportTo) {
+		// R6, R9, R12: a ServiceEntry istiod shows the scope's namespace.
+		if !r.inv.NamespaceVisible(se.Namespace) || !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(se.Spec.GetExportTo(), r.inv.Mesh.DefaultServiceExportTo), se.Namespace, r.ns) {
 			continue
 		}
 		for _, h := range se.Spec.GetHosts() {
 			h = strings.ToLower(h)
-			match := h == host
-			if !match && strings.HasPrefix(h, "*") {
-				match = strings.HasSuffix(host, h[1:])
-			}
-			if !match {
+			// R19: the host is one the ServiceEntry host covers.
+			if !istioconfig.HostSubsetOf(host, h) {
 				continue
 			}
 			// Exact beats wildcard, a longer wildcard beats a shorter one, and the
@@ -621,10 +656,7 @@ func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target,
 		for _, p := range best.Spec.GetPorts() {
 			if p.GetNumber() == want {
 				found = true
-				proto := strings.ToUpper(p.GetProtocol())
-				if !validProtocols[proto] {
-					proto = ""
-				}
+				proto := istioconfig.SidecarListenerProtocol(p.GetProtocol())
 				if _, ok := t.proto[want]; !ok {
 					t.proto[want] = proto
 				}
@@ -650,37 +682,16 @@ func seRank(h, want, seNs, ns string) int {
 	return rank
 }
 
-// listenerProtocol picks an egress listener protocol from a Service port name.
+// listenerProtocol picks an egress listener protocol from a Service port's appProtocol or
+// name prefix, or "" when it names no listener protocol. It reads the prefix as Istio does
+// (istioconfig.ParseProtocol) but, unlike istioconfig.ConvertKubeProtocol, gives a
+// "grpc-web" port GRPC and the kubernetes.io/ appProtocols no protocol.
 func listenerProtocol(name string, appProtocol *string) string {
 	if appProtocol != nil {
 		name = *appProtocol
 	}
-	prefix, _, _ := strings.Cut(strings.ToLower(name), "-")
-	p := strings.ToUpper(prefix)
-	if validProtocols[p] {
-		return p
-	}
-	return ""
-}
-
-func exportedTo(annotation, svcNs, ns string, def []string) bool {
-	var list []string
-	if annotation != "" {
-		for _, e := range strings.Split(annotation, ",") {
-			list = append(list, strings.TrimSpace(e))
-		}
-	}
-	return exportedToList(list, svcNs, ns, def)
-}
-
-func exportedToList(list []string, svcNs, ns string, def []string) bool {
-	if len(list) == 0 {
-		list = def
-		if list == nil {
-			list = []string{"*"}
-		}
-	}
-	return slices.Contains(list, "*") || slices.Contains(list, ns) || (slices.Contains(list, ".") && svcNs == ns)
+	prefix, _, _ := strings.Cut(name, "-")
+	return istioconfig.SidecarListenerProtocol(istioconfig.ParseProtocol(prefix))
 }
 
 // namespaceExposes reports whether a Service or ServiceEntry of ns has a port numbered p.
@@ -704,7 +715,7 @@ func (r *resolver) seCovers(h string) bool {
 	for _, se := range r.inv.ServiceEntries {
 		for _, sh := range se.Spec.GetHosts() {
 			sh = strings.ToLower(sh)
-			if sh == h || strings.HasPrefix(sh, "*") && strings.HasSuffix(h, sh[1:]) {
+			if istioconfig.HostSubsetOf(h, sh) {
 				return true
 			}
 		}
@@ -729,19 +740,16 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 	ver, err := istioconfig.ParseVersion(istioVersion)
 	exclusion := err != nil || ver.EgressExclusions() // an unparseable version is the provider's error
 	for i, h := range hosts {
-		ns, name, ok := strings.Cut(h, "/")
-		bad := !ok || strings.Contains(name, "/") || name == ""
-		if strings.HasPrefix(ns, "~") {
-			if !exclusion && h != "~/*" { // "~/*" imports nothing on every release
-				probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
-					Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
-				continue
-			}
-			ns = strings.TrimPrefix(ns, "~")
-			if ns == "" {
-				ns = "*"
-			}
+		if !exclusion && strings.HasPrefix(h, "~") && h != "~/*" { // "~/*" imports nothing on every release
+			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
+				Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
+			continue
 		}
+		// Past the check above, a "~" host is an exclusion on every release it can reach.
+		// R17: parsed as the predictor parses egress hosts.
+		eh, ok := istioconfig.ParseEgressHost(h, true)
+		ns, name := eh.Namespace, eh.Name
+		bad := !ok || name == ""
 		if !bad && ns != "*" && ns != "." && len(validation.IsDNS1123Label(ns)) > 0 {
 			bad = true
 		}

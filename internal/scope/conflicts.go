@@ -5,19 +5,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
 // Selects reports whether a Sidecar with the given selector applies to pods with lbls
-// (a nil selector is the namespace default and matches every pod).
-func Selects(sel, lbls map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := lbls[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
+// (a nil selector is the namespace default and matches every pod): istioconfig.LabelsSubset.
+func Selects(sel, lbls map[string]string) bool { return istioconfig.LabelsSubset(sel, lbls) }
 
 // SelectedWorkloads lists the workloads of a namespace that a selector selects.
 func SelectedWorkloads(inv *mesh.Inventory, ns string, sel map[string]string) []*mesh.Workload {
