@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -642,27 +641,4 @@ func pprofTopOf(bin string, profs []string, args ...string) (string, error) {
 		keep = append(keep, strings.ReplaceAll(l, "github.com/meshscope/terraform-provider-meshscope/", ""))
 	}
 	return strings.TrimSpace(strings.Join(keep, "\n")), nil
-}
-
-// ---- small helpers ----
-
-func mib(bytes int64) string { return fmt.Sprintf("%.0f MiB", float64(bytes)/(1<<20)) }
-
-// fitExponent fits t = c * n^k by least squares on logarithms and returns k.
-func fitExponent(ns []int, ts []float64) float64 {
-	var sx, sy, sxx, sxy float64
-	k := 0
-	for i := range ns {
-		if ts[i] <= 0 {
-			continue
-		}
-		x, y := math.Log(float64(ns[i])), math.Log(ts[i])
-		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
-		k++
-	}
-	if k < 2 {
-		return math.NaN()
-	}
-	n := float64(k)
-	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
 }

@@ -36,56 +36,6 @@ func (r *predResult) metric(unit string) Sample {
 	return values(r.All, r.name("BenchmarkPredictAll"), unit)
 }
 
-func dur(ns float64) string {
-	d := time.Duration(ns)
-	switch {
-	case ns <= 0 || math.IsNaN(ns):
-		return "–"
-	case d < time.Microsecond:
-		return fmt.Sprintf("%.0f ns", ns)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.1f µs", ns/1e3)
-	case d < time.Second:
-		return fmt.Sprintf("%.1f ms", ns/1e6)
-	default:
-		return fmt.Sprintf("%.2f s", ns/1e9)
-	}
-}
-
-func spread(s Sample) string {
-	if len(s) < 2 {
-		return dur(s.Median())
-	}
-	return fmt.Sprintf("%s (%s–%s)", dur(s.Median()), dur(s.Min()), dur(s.Max()))
-}
-
-func ratio(a, b float64) string {
-	if a <= 0 || b <= 0 {
-		return "–"
-	}
-	if a/b < 10 {
-		return fmt.Sprintf("%.1f×", a/b)
-	}
-	return fmt.Sprintf("%.0f×", a/b)
-}
-
-func yes(ok bool) string {
-	if ok {
-		return "**met**"
-	}
-	return "**not met**"
-}
-
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	var out []string
-	for len(s) > 3 {
-		out = append([]string{s[len(s)-3:]}, out...)
-		s = s[:len(s)-3]
-	}
-	return strings.Join(append([]string{s}, out...), ",")
-}
-
 // table is the summary printed at the end of `make bench`.
 func (b *runner) table() string {
 	var t strings.Builder
@@ -197,8 +147,8 @@ func (b *runner) targets(w *strings.Builder, mid, top int) {
 	if none > 0 {
 		cut = 100 * (1 - ms/none)
 	}
-	p("| meshscope equals the floor for 100%% of workloads | meshscope-bare: %s of workloads at the floor, at every size | %s |\n", pctFloor(b.floorRows), yes(allFloor))
-	p("| mean cut ≥ 95%% against no Sidecar at 1,000 services | %.2f%% with the default system hosts (%.1f → %.1f clusters) | %s |\n", cut, none, ms, yes(cut >= 95))
+	p("| meshscope equals the floor for 100%% of workloads | meshscope-bare: %s of workloads at the floor, at every size | %s |\n", pctFloor(b.floorRows), met(allFloor))
+	p("| mean cut ≥ 95%% against no Sidecar at 1,000 services | %.2f%% with the default system hosts (%.1f → %.1f clusters) | %s |\n", cut, none, ms, met(cut >= 95))
 	// 2. speed
 	if r, ir := b.p(top, bench.PolicyNone), b.istio(top, bench.PolicyNone); r != nil && ir != nil {
 		x := ir.value("ns/op") / r.perProxy().Median()
@@ -206,19 +156,19 @@ func (b *runner) targets(w *strings.Builder, mid, top int) {
 		if rs, irs := b.p(top, bench.PolicyMeshscope), b.istio(top, bench.PolicyMeshscope); rs != nil && irs != nil {
 			p("; meshscope's scopes (%.0f clusters per proxy): %s against %s, %.0f×", rs.ClustersAvg, dur(rs.perProxy().Median()), dur(irs.value("ns/op")), irs.value("ns/op")/rs.perProxy().Median())
 		}
-		p(" | %s |\n", yes(x >= 100))
+		p(" | %s |\n", met(x >= 100))
 	}
 	if r := b.p(top, bench.PolicyMeshscope); r != nil {
 		total := r.total().Median()
 		load := b.loads[top].Median()
 		rss := r.AllRun.MaxRSS
 		p("| every proxy of a %s-service, %s-workload mesh in < 10 s, peak RSS < 1 GiB | meshscope's scopes: %s to index and predict all, %s with loading the YAML; peak RSS %s | %s |\n",
-			thousands(top), thousands(r.Proxies), dur(total), dur(total+load), mib(rss), yes(total+load < 10e9 && rss < 1<<30))
+			thousands(top), thousands(r.Proxies), dur(total), dur(total+load), mib(rss), met(total+load < 10e9 && rss < 1<<30))
 	}
 	// 3. terraform
 	for _, tr := range b.tf {
 		if tr.Resources == 1000 && strings.HasPrefix(tr.Scenario, "offline") && tr.Err == "" {
-			p("| offline plan of 1,000 scopes < 30 s | %s: %.1f s | %s |\n", tr.Scenario, tr.wall().Median(), yes(tr.wall().Median() < 30))
+			p("| offline plan of 1,000 scopes < 30 s | %s: %.1f s | %s |\n", tr.Scenario, tr.wall().Median(), met(tr.wall().Median() < 30))
 		}
 	}
 	var liveScopes, kubectl *tfResult
@@ -275,16 +225,6 @@ func (b *runner) floorSection(w *strings.Builder, mid int) {
 	p("provider keeps on purpose (xDS, DNS, telemetry); both cut the mean by more than 95%% from %s services on (table). ", thousands(mid))
 	p("A namespace `./*` Sidecar stays at its namespace's 20 service ports plus istiod whatever the mesh size; without a ")
 	p("Sidecar a proxy grows with the mesh.\n\n")
-}
-
-func cutString(none, v float64) string {
-	if none <= 0 {
-		return "–"
-	}
-	if v == none {
-		return "—"
-	}
-	return fmt.Sprintf("−%.2f%%", 100*(1-v/none))
 }
 
 func (b *runner) speedSection(w *strings.Builder, top int) {
@@ -428,14 +368,6 @@ func (b *runner) speedSection(w *strings.Builder, top int) {
 	_ = top
 }
 
-func joinInts(ns []int) string {
-	var s []string
-	for _, n := range ns {
-		s = append(s, thousands(n))
-	}
-	return strings.Join(s, ", ")
-}
-
 func (b *runner) terraformSection(w *strings.Builder) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## 3. Terraform plan\n\n")
@@ -470,7 +402,7 @@ func (b *runner) terraformSection(w *strings.Builder) {
 		if prov.Median() > 0 {
 			provS = dur(prov.Median())
 		}
-		p("| %s | %d | %s | %s | %s | %s | %.1f MiB |\n", tr.Scenario, len(tr.Runs), spread(tr.wall().scale(1e9)), mib(tr.treeRSS()), dur(cpu.Median()), provS, float64(tr.PlanBytes)/(1<<20))
+		p("| %s | %d | %s | %s | %s | %s | %.1f MiB |\n", tr.Scenario, len(tr.Runs), spread(tr.wall().Scale(1e9)), mib(tr.treeRSS()), dur(cpu.Median()), provS, float64(tr.PlanBytes)/(1<<20))
 	}
 	p("\nEach scope plans its compiled Sidecar (`manifest`), its `egress_hosts`, `expected_clusters` and a `review` per ")
 	p("selected workload. A review lists at most the provider's `review_host_limit` (25) hosts gained and lost, and counts ")
@@ -508,14 +440,6 @@ func (b *runner) terraformSection(w *strings.Builder) {
 	for _, n := range b.tfNotes {
 		p("%s\n\n", n)
 	}
-}
-
-func (s Sample) scale(f float64) Sample {
-	out := make(Sample, len(s))
-	for i, v := range s {
-		out[i] = v * f
-	}
-	return out
 }
 
 func (b *runner) profileSection(w *strings.Builder) {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -212,29 +211,6 @@ func parseBench(out []byte) []BenchLine {
 	}
 	return lines
 }
-
-// Sample is the runs of one measurement.
-type Sample []float64
-
-// Median returns the median (the mean of the two middle values for an even count).
-func (s Sample) Median() float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	c := append(Sample(nil), s...)
-	sort.Float64s(c)
-	m := len(c) / 2
-	if len(c)%2 == 1 {
-		return c[m]
-	}
-	return (c[m-1] + c[m]) / 2
-}
-
-// Min and Max bound the runs.
-func (s Sample) Min() float64 { c := append(Sample(nil), s...); sort.Float64s(c); return c[0] }
-
-// Max is the largest run.
-func (s Sample) Max() float64 { c := append(Sample(nil), s...); sort.Float64s(c); return c[len(c)-1] }
 
 // values collects one unit of every line with the given name.
 func values(lines []BenchLine, name, unit string) Sample {
