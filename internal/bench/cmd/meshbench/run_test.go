@@ -1,0 +1,30 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseBench(t *testing.T) {
+	out := []byte(`goos: linux
+goarch: amd64
+BenchmarkLoad/services=1000-2         	       1	 249700000 ns/op	      3106 objects	 1234 B/op	 56 allocs/op
+BenchmarkPredictAll/services=1000/policy=none-2   	       3	 347300000 ns/op	       173.6 ns/proxy	      2012 clusters/proxy
+BenchmarkIstioClusters/services=1000/policy=none 	      20	  36700000 ns/op	 6.5 setup-s
+--- FAIL: BenchmarkBroken
+BenchmarkNotANumber-2 	 x 	 1 ns/op
+PASS
+`)
+	want := []BenchLine{
+		{Name: "BenchmarkLoad/services=1000", N: 1, Values: map[string]float64{"ns/op": 249700000, "objects": 3106, "B/op": 1234, "allocs/op": 56}},
+		{Name: "BenchmarkPredictAll/services=1000/policy=none", N: 3, Values: map[string]float64{"ns/op": 347300000, "ns/proxy": 173.6, "clusters/proxy": 2012}},
+		{Name: "BenchmarkIstioClusters/services=1000/policy=none", N: 20, Values: map[string]float64{"ns/op": 36700000, "setup-s": 6.5}},
+	}
+	got := parseBench(out)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseBench =\n%+v\nwant\n%+v", got, want)
+	}
+	if v := values(append(got, got[1]), "BenchmarkPredictAll/services=1000/policy=none", "ns/proxy"); !reflect.DeepEqual(v, Sample{173.6, 173.6}) {
+		t.Errorf("values = %v", v)
+	}
+}
