@@ -1,7 +1,7 @@
 # Benchmarks: `make bench` measures the scope floor, the predictor against Istio's own
-# config generator and terraform plan, records the results in internal/bench/results.json
-# and renders docs/benchmarks.md from them. Included from GNUmakefile. See
-# internal/bench/cmd/meshbench.
+# config generator, terraform plan and the diff command at mesh scale, records the
+# results in internal/bench/results.json and renders docs/benchmarks.md from them.
+# Included from GNUmakefile. See internal/bench/cmd/meshbench.
 #
 #   make bench                         everything (about half an hour on 2 cores)
 #   make bench BENCH_FLAGS=-quick      the same pipeline on small meshes

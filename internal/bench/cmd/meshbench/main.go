@@ -14,7 +14,9 @@
 //     both compute the same cluster lists on Istio's sample of proxies;
 //  3. `terraform plan` of the workload scopes, offline and, when the test
 //     control plane (make testenv) is up, against its API server;
-//  4. CPU and memory profiles of the predictor, and the same benchmarks built
+//  4. the provider binary's `diff` of the mesh-wide rollout of namespace-default
+//     Sidecars, in each output format;
+//  5. CPU and memory profiles of the predictor, and the same benchmarks built
 //     against a baseline revision of internal/predict and internal/mesh.
 //
 // Each stage returns a typed result (results.go); the run writes them all to
@@ -39,25 +41,30 @@ type config struct {
 	out, results, render, work, baseline string
 	quick                                bool
 	count                                int
-	istio, terraform                     bool
+	istio, terraform, diff               bool
 	kubeconfig                           string
 }
 
 func main() {
 	var c config
+	var measure bool
 	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "the report to write (relative to the repository root)")
 	flag.StringVar(&c.results, "results", "internal/bench/results.json", "the results file a run writes (relative to the repository root)")
 	flag.StringVar(&c.render, "render", "", "render the report from this results file (relative to the repository root) without measuring")
 	flag.StringVar(&c.work, "work", filepath.Join(os.TempDir(), "meshscope-bench"), "work directory: meshes, binaries, raw outputs, profiles")
 	flag.StringVar(&c.baseline, "baseline", "", "git revision whose internal/predict and internal/mesh are measured as \"before\" in the profiles (empty: no before)")
 	flag.BoolVar(&c.quick, "quick", false, "small meshes only (a smoke run of the whole pipeline)")
-	flag.IntVar(&c.count, "count", 5, "runs of each Go benchmark (medians are reported)")
+	flag.IntVar(&c.count, "count", 5, "runs of each Go benchmark and of each diff format (medians are reported)")
 	flag.BoolVar(&c.istio, "istio", true, "run Istio's config generator (internal/conformance)")
 	flag.BoolVar(&c.terraform, "terraform", true, "run terraform plan")
+	flag.BoolVar(&c.diff, "diff", true, "run the provider's diff command on the mesh-wide rollout")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "/tmp/meshscope-testenv/kubeconfig", "kubeconfig of the test control plane (make testenv)")
+	flag.BoolVar(&measure, "measure-exec", false, "internal: run the command after the flags, discard its output and print its wall time, CPU, peak RSS and output size as JSON")
 	flag.Parse()
 	var err error
 	switch {
+	case measure:
+		err = measureExec(flag.Args(), os.Stdout, os.Stderr)
 	case flag.NArg() > 0:
 		err = fmt.Errorf("unexpected arguments %q", flag.Args())
 	case c.render != "":
@@ -76,15 +83,17 @@ type sizes struct {
 	floor, speed, istio, terraform []int
 	// istioSample is the number of proxies Istio builds, by size.
 	istioSample map[int]int
+	// diff is the size of the diff command's mesh.
+	diff int
 }
 
 func sizesFor(quick bool) sizes {
 	if quick {
 		return sizes{floor: []int{100, 1000}, speed: []int{100, 300, 1000}, istio: []int{100, 300, 1000}, terraform: []int{100},
-			istioSample: map[int]int{100: 20, 300: 20, 1000: 10}}
+			istioSample: map[int]int{100: 20, 300: 20, 1000: 10}, diff: 1000}
 	}
 	return sizes{floor: []int{100, 1000, 10000}, speed: []int{1000, 2000, 5000, 10000}, istio: []int{1000, 2000, 5000, 10000},
-		terraform: []int{100, 1000}, istioSample: map[int]int{1000: 20, 2000: 12, 5000: 6, 10000: 4}}
+		terraform: []int{100, 1000}, istioSample: map[int]int{1000: 20, 2000: 12, 5000: 6, 10000: 4}, diff: 5000}
 }
 
 // inRepo resolves a path relative to the repository root.
@@ -187,7 +196,13 @@ func (b *runner) measure() (*Results, error) {
 			return nil, err
 		}
 	}
-	b.step("4. profiles and baseline")
+	if c.diff {
+		b.step("4. diff of the mesh-wide rollout")
+		if r.Diff, err = b.diffRuns(); err != nil {
+			return nil, err
+		}
+	}
+	b.step("5. profiles and baseline")
 	if r.Profiles, err = b.profiles(); err != nil {
 		return nil, err
 	}

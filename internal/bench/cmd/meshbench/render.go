@@ -16,6 +16,12 @@ import (
 //go:embed report.md.tmpl
 var reportTemplate string
 
+// The targets of the diff command on the mesh-wide rollout, in each format.
+const (
+	targetDiffWall = 10 * time.Second
+	targetDiffRSS  = 1 << 30
+)
+
 // The targets of the scope floor, the predictor and terraform plan:
 // the cut in clusters per proxy (percent), Istio's time per proxy over
 // meshscope's, every proxy of the largest mesh, and an offline plan of 1,000 scopes.
@@ -42,6 +48,8 @@ var funcs = template.FuncMap{
 	"thousands": thousands,
 	"joinInts":  joinInts,
 	"mib":       mib,
+	"gib":       func(bytes int64) string { return fmt.Sprintf("%.0f GiB", float64(bytes)/(1<<30)) },
+	"size":      size,
 	"cut":       cutString,
 	"describe":  func(p string) string { return bench.Policy(p).Describe() },
 	// seconds converts nanoseconds.
@@ -88,6 +96,7 @@ type view struct {
 	Growth  []growthRow
 	Shared  []sharedRow
 	Plans   []planRow
+	Diff    *diffView
 	Profile profileView
 }
 
@@ -99,6 +108,7 @@ func newView(r *Results) *view {
 	v.FloorLines = floorLines(r.Floor)
 	v.speed()
 	v.Plans = planRows(r.Terraform)
+	v.Diff = newDiffView(r.Diff)
 	v.Targets = v.targets()
 	v.Profile = v.profile()
 	return v
@@ -156,7 +166,8 @@ type targets struct {
 	EveryProxy              *everyProxyTarget
 	OfflinePlans            []offlinePlanTarget
 	// Gap compares meshscope with kubectl_manifest; nil unless both were planned.
-	Gap *gap
+	Gap  *gap
+	Diff *diffView
 }
 
 // gap is the median plan times of 1,000 scopes and of the same Sidecars as
@@ -188,7 +199,7 @@ type everyProxyTarget struct {
 
 func (v *view) targets() targets {
 	r := v.Results
-	t := targets{AllFloor: true, Cut: math.NaN()}
+	t := targets{AllFloor: true, Cut: math.NaN(), Diff: v.Diff}
 	for _, row := range r.Floor {
 		if row.Policy == string(bench.PolicyMeshscopeBare) {
 			t.FloorAt += row.AtFloor
@@ -411,7 +422,56 @@ func planRows(tf *Terraform) []planRow {
 	return rows
 }
 
-// ---- 4. profiles ----
+// ---- 4. diff ----
+
+type diffView struct {
+	*Diff
+	Rows []diffRow
+	// Runs is the most runs of a format.
+	Runs int
+	// OK is every format within the targets.
+	OK bool
+	// TargetSeconds and TargetRSS are the targets.
+	TargetSeconds float64
+	TargetRSS     int64
+}
+
+type diffRow struct {
+	Format string
+	Runs   int
+	WallNs Sample
+	CPUNs  float64
+	// PeakRSS is the largest of the runs.
+	PeakRSS     int64
+	OutputBytes int64
+	OK          bool
+}
+
+func newDiffView(d *Diff) *diffView {
+	if d == nil {
+		return nil
+	}
+	v := &diffView{Diff: d, OK: true, TargetSeconds: targetDiffWall.Seconds(), TargetRSS: targetDiffRSS}
+	for _, f := range d.Formats {
+		row := diffRow{Format: f.Format, Runs: len(f.Runs)}
+		var cpu, out Sample
+		for _, run := range f.Runs {
+			row.WallNs = append(row.WallNs, float64(run.WallNs))
+			cpu = append(cpu, float64(run.CPUNs))
+			out = append(out, float64(run.OutputBytes))
+			row.PeakRSS = max(row.PeakRSS, run.PeakRSSBytes)
+		}
+		row.CPUNs, row.OutputBytes = cpu.Median(), int64(out.Median())
+		row.OK = len(f.Runs) > 0 && row.WallNs.Median() < float64(targetDiffWall) && row.PeakRSS < targetDiffRSS
+		v.OK = v.OK && row.OK
+		v.Runs = max(v.Runs, row.Runs)
+		v.Rows = append(v.Rows, row)
+	}
+	v.OK = v.OK && len(v.Rows) > 0
+	return v
+}
+
+// ---- 5. profiles ----
 
 type profileView struct {
 	Rows []ProfileRow
@@ -466,6 +526,11 @@ func summary(r *Results) string {
 			continue
 		}
 		fmt.Fprintf(&t, "terraform: %-60s %8.1f s  %s\n", scenarioName(p.Scenario, p.Resources), p.Wall, mib(p.TreeRSS))
+	}
+	if d := newDiffView(r.Diff); d != nil {
+		for _, row := range d.Rows {
+			fmt.Fprintf(&t, "diff -o %-9s %8.2f s  %s  %s\n", row.Format, row.WallNs.Median()/1e9, mib(row.PeakRSS), size(row.OutputBytes))
+		}
 	}
 	return t.String()
 }

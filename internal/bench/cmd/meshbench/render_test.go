@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,10 +62,8 @@ func lineDiff(want, got string) string {
 			b = g[i]
 		}
 		if a != b {
-			out = append(out, "line "+itoa(i+1)+":\n- "+a+"\n+ "+b)
+			out = append(out, "line "+strconv.Itoa(i+1)+":\n- "+a+"\n+ "+b)
 		}
 	}
 	return strings.Join(out, "\n")
 }
-
-func itoa(i int) string { return thousands(i) }

@@ -27,7 +27,9 @@ type Results struct {
 	Istio *Istio `json:"istio,omitempty"`
 	// Terraform is nil when terraform plan was not run (-terraform=false).
 	Terraform *Terraform `json:"terraform,omitempty"`
-	Profiles  Profiles   `json:"profiles"`
+	// Diff is nil when the diff command was not run (-diff=false).
+	Diff     *Diff    `json:"diff,omitempty"`
+	Profiles Profiles `json:"profiles"`
 }
 
 // RunInfo is how the run was made.
@@ -206,6 +208,31 @@ type LiveLoad struct {
 	LoadNs   int64 `json:"load_ns"`
 	// Error is kubectl's first line and exit status when loading failed.
 	Error string `json:"error,omitempty"`
+}
+
+// Diff is the provider binary's diff command on the mesh-wide rollout: from
+// the mesh without Sidecars to the same mesh with a namespace-default Sidecar
+// in every namespace.
+type Diff struct {
+	Services   int          `json:"services"`
+	Workloads  int          `json:"workloads"`
+	Namespaces int          `json:"namespaces"`
+	Formats    []DiffFormat `json:"formats"`
+}
+
+// DiffFormat is the runs of diff in one output format.
+type DiffFormat struct {
+	Format string    `json:"format"`
+	Runs   []DiffRun `json:"runs"`
+}
+
+// DiffRun is one diff process.
+type DiffRun struct {
+	WallNs int64 `json:"wall_ns"`
+	CPUNs  int64 `json:"cpu_ns"`
+	// PeakRSSBytes is the process's getrusage ru_maxrss.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	OutputBytes  int64 `json:"output_bytes"`
 }
 
 // Profiles compares internal/bench's benchmarks built against a baseline

@@ -13,6 +13,7 @@ func TestResultsRoundTrip(t *testing.T) {
 		Run:    RunInfo{Quick: true, Count: 5, Work: "/work", DurationNs: 123},
 		Meshes: []MeshGen{{Services: 100, GenerateNs: 1e8}},
 		Speed:  Speed{Sizes: []int{100}, Predictions: []Prediction{{Services: 100, Policy: "none", PerProxyNs: Sample{1.5, 2.5}}}},
+		Diff:   &Diff{Services: 100, Formats: []DiffFormat{{Format: "json", Runs: []DiffRun{{WallNs: 5, PeakRSSBytes: 6, OutputBytes: 7}}}}},
 	}
 	path := filepath.Join(t.TempDir(), "results.json")
 	if err := WriteResults(path, r); err != nil {

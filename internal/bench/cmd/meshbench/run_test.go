@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -26,5 +28,28 @@ PASS
 	}
 	if v := values(append(got, got[1]), "BenchmarkPredictAll/services=1000/policy=none", "ns/proxy"); !reflect.DeepEqual(v, Sample{173.6, 173.6}) {
 		t.Errorf("values = %v", v)
+	}
+}
+
+func TestMeasureExec(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := measureExec([]string{"sh", "-c", "printf 12345; echo oops >&2; exit 3"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var m execMeasurement
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if m.ExitCode != 3 || m.OutputBytes != 5 || m.MaxRSSBytes <= 0 || m.WallNs <= 0 {
+		t.Errorf("measurement %+v, want exit 3, 5 bytes of output and a peak RSS", m)
+	}
+	if errb.String() != "oops\n" {
+		t.Errorf("stderr %q, want it passed on", errb.String())
+	}
+	if err := measureExec([]string{"/nonexistent/command"}, &out, &errb); err == nil {
+		t.Error("a command that cannot start: no error")
+	}
+	if err := measureExec(nil, &out, &errb); err == nil {
+		t.Error("no command: no error")
 	}
 }
