@@ -114,15 +114,20 @@ func renderFile(c config) error {
 	if err != nil {
 		return err
 	}
-	report, err := render(r)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(inRepo(root, c.out), []byte(report), 0o644); err != nil {
+	if err := writeReport(inRepo(root, c.out), r); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s from %s\n", c.out, c.render)
 	return nil
+}
+
+// writeReport renders r into the file out.
+func writeReport(out string, r *Results) error {
+	report, err := render(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(report), 0o644)
 }
 
 // run measures everything, writes the results file and renders the report from it.
@@ -150,11 +155,7 @@ func run(c config) error {
 	if err := WriteResults(inRepo(root, c.results), r); err != nil {
 		return err
 	}
-	report, err := render(r)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(inRepo(root, c.out), []byte(report), 0o644); err != nil {
+	if err := writeReport(inRepo(root, c.out), r); err != nil {
 		return err
 	}
 	fmt.Println()

@@ -281,8 +281,6 @@ type perProxyRow struct {
 	// IstioNever says Istio is never run on the policy.
 	Istio      *IstioResult
 	IstioNever bool
-	// Factor is Istio's time per proxy over meshscope's.
-	Factor string
 }
 
 type scopedNote struct {
@@ -319,11 +317,8 @@ func (v *view) speed() {
 			if p == nil {
 				continue
 			}
-			row := perProxyRow{Prediction: p, Factor: "–"}
-			if ir := r.istio(n, pol); ir != nil {
-				row.Istio = ir
-				row.Factor = fmt.Sprintf("**%s**", ratio(ir.PerProxyNs.Median(), p.PerProxyNs.Median()))
-			} else {
+			row := perProxyRow{Prediction: p, Istio: r.istio(n, pol)}
+			if row.Istio == nil {
 				row.IstioNever = pol == bench.PolicyNamespace || pol == bench.PolicyMeshscopeBare
 			}
 			v.PerProxy = append(v.PerProxy, row)
