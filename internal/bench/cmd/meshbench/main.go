@@ -1,8 +1,9 @@
 // Command meshbench runs meshscope's benchmarks side by side with Istio's own
-// config generator and with Terraform, prints a table and writes
-// docs/benchmarks.md. `make bench` runs it from the repository root:
+// config generator and with Terraform, records the results and renders
+// docs/benchmarks.md from them. `make bench` runs it from the repository root:
 //
-//	go run ./internal/bench/cmd/meshbench [-quick] [-out docs/benchmarks.md]
+//	go run ./internal/bench/cmd/meshbench [-quick] [-baseline REV] [-results internal/bench/results.json] [-out docs/benchmarks.md]
+//	go run ./internal/bench/cmd/meshbench -render internal/bench/results.json [-out docs/benchmarks.md]
 //
 // It generates the benchmark meshes (internal/bench) into a work directory,
 // then measures, each in its own process so that peak RSS is per measurement:
@@ -13,8 +14,15 @@
 //     both compute the same cluster lists on Istio's sample of proxies;
 //  3. `terraform plan` of the workload scopes, offline and, when the test
 //     control plane (make testenv) is up, against its API server;
-//  4. CPU and memory profiles of the predictor, and the same benchmarks built
+//  4. the provider binary's `diff` of the mesh-wide rollout of namespace-default
+//     Sidecars, in each output format;
+//  5. CPU and memory profiles of the predictor, and the same benchmarks built
 //     against a baseline revision of internal/predict and internal/mesh.
+//
+// Each stage returns a typed result (results.go); the run writes them all to
+// one results file and renders the report from that file alone (render.go,
+// report.md.tmpl), so that -render rewrites the report, after a change to its
+// template, without measuring again.
 package main
 
 import (
@@ -30,49 +38,99 @@ import (
 )
 
 type config struct {
-	out, work, baseline string
-	quick               bool
-	count               int
-	istio, terraform    bool
-	kubeconfig          string
+	out, results, render, work, baseline string
+	quick                                bool
+	count                                int
+	istio, terraform, diff               bool
+	kubeconfig                           string
 }
 
 func main() {
 	var c config
-	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "the report to write")
+	var measure bool
+	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "the report to write (relative to the repository root)")
+	flag.StringVar(&c.results, "results", "internal/bench/results.json", "the results file a run writes (relative to the repository root)")
+	flag.StringVar(&c.render, "render", "", "render the report from this results file (relative to the repository root) without measuring")
 	flag.StringVar(&c.work, "work", filepath.Join(os.TempDir(), "meshscope-bench"), "work directory: meshes, binaries, raw outputs, profiles")
-	flag.StringVar(&c.baseline, "baseline", defaultBaseline, "git revision whose internal/predict and internal/mesh are measured as \"before\" (empty: skip)")
+	flag.StringVar(&c.baseline, "baseline", "", "git revision whose internal/predict and internal/mesh are measured as \"before\" in the profiles (empty: no before)")
 	flag.BoolVar(&c.quick, "quick", false, "small meshes only (a smoke run of the whole pipeline)")
-	flag.IntVar(&c.count, "count", 5, "runs of each Go benchmark (medians are reported)")
+	flag.IntVar(&c.count, "count", 5, "runs of each Go benchmark and of each diff format (medians are reported)")
 	flag.BoolVar(&c.istio, "istio", true, "run Istio's config generator (internal/conformance)")
 	flag.BoolVar(&c.terraform, "terraform", true, "run terraform plan")
+	flag.BoolVar(&c.diff, "diff", true, "run the provider's diff command on the mesh-wide rollout")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "/tmp/meshscope-testenv/kubeconfig", "kubeconfig of the test control plane (make testenv)")
+	flag.BoolVar(&measure, "measure-exec", false, "internal: run the command after the flags, discard its output and print its wall time, CPU, peak RSS and output size as JSON")
 	flag.Parse()
-	if err := run(c); err != nil {
+	var err error
+	switch {
+	case measure:
+		err = measureExec(flag.Args(), os.Stdout, os.Stderr)
+	case flag.NArg() > 0:
+		err = fmt.Errorf("unexpected arguments %q", flag.Args())
+	case c.render != "":
+		err = renderFile(c)
+	default:
+		err = run(c)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "meshbench:", err)
 		os.Exit(1)
 	}
 }
-
-// defaultBaseline is the last revision before the performance fixes of issue 6.
-const defaultBaseline = "e85556c"
 
 // sizes are the mesh sizes (services) of each part.
 type sizes struct {
 	floor, speed, istio, terraform []int
 	// istioSample is the number of proxies Istio builds, by size.
 	istioSample map[int]int
+	// diff is the size of the diff command's mesh.
+	diff int
 }
 
 func sizesFor(quick bool) sizes {
 	if quick {
 		return sizes{floor: []int{100, 1000}, speed: []int{100, 300, 1000}, istio: []int{100, 300, 1000}, terraform: []int{100},
-			istioSample: map[int]int{100: 20, 300: 20, 1000: 10}}
+			istioSample: map[int]int{100: 20, 300: 20, 1000: 10}, diff: 1000}
 	}
 	return sizes{floor: []int{100, 1000, 10000}, speed: []int{1000, 2000, 5000, 10000}, istio: []int{1000, 2000, 5000, 10000},
-		terraform: []int{100, 1000}, istioSample: map[int]int{1000: 20, 2000: 12, 5000: 6, 10000: 4}}
+		terraform: []int{100, 1000}, istioSample: map[int]int{1000: 20, 2000: 12, 5000: 6, 10000: 4}, diff: 5000}
 }
 
+// inRepo resolves a path relative to the repository root.
+func inRepo(root, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(root, path)
+}
+
+// renderFile writes the report rendered from a results file.
+func renderFile(c config) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	r, err := ReadResults(inRepo(root, c.render))
+	if err != nil {
+		return err
+	}
+	if err := writeReport(inRepo(root, c.out), r); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s from %s\n", c.out, c.render)
+	return nil
+}
+
+// writeReport renders r into the file out.
+func writeReport(out string, r *Results) error {
+	report, err := render(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// run measures everything, writes the results file and renders the report from it.
 func run(c config) error {
 	start := time.Now()
 	root, err := repoRoot()
@@ -88,62 +146,76 @@ func run(c config) error {
 	}
 	defer logf.Close()
 	b := &runner{cfg: c, root: root, work: c.work, log: logf, sizes: sizesFor(c.quick)}
-	b.machine = machineInfo()
+	r, err := b.measure()
+	if err != nil {
+		return err
+	}
+	r.Run.DurationNs = int64(time.Since(start))
+	r.Machine.LoadAtEnd = loadAvg()
+	if err := WriteResults(inRepo(root, c.results), r); err != nil {
+		return err
+	}
+	if err := writeReport(inRepo(root, c.out), r); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Println(summary(r))
+	fmt.Printf("wrote %s and %s in %v; raw outputs, profiles and meshes are in %s\n", c.results, c.out, time.Since(start).Round(time.Second), c.work)
+	return nil
+}
+
+// measure runs every stage and gathers their results.
+func (b *runner) measure() (*Results, error) {
+	c := b.cfg
+	r := &Results{SchemaVersion: SchemaVersion, Run: RunInfo{Quick: c.quick, Count: c.count, Work: c.work}, Machine: machineInfo()}
+	var err error
 	b.step("building the benchmark binaries")
 	if err := b.build(); err != nil {
-		return err
+		return nil, err
 	}
 	b.step("generating the meshes")
-	if err := b.generate(); err != nil {
-		return err
+	if r.Meshes, err = b.generate(); err != nil {
+		return nil, err
 	}
 	b.step("1. scope floor")
-	if err := b.floor(); err != nil {
-		return err
+	if r.Floor, err = b.floor(); err != nil {
+		return nil, err
 	}
 	b.step("2. prediction speed")
-	if err := b.predictor(); err != nil {
-		return err
+	if r.Speed, err = b.predictor(); err != nil {
+		return nil, err
 	}
 	if c.istio {
 		b.step("2. Istio's config generator")
-		if err := b.istioRuns(); err != nil {
-			return err
+		if r.Istio, err = b.istioRuns(); err != nil {
+			return nil, err
 		}
 	}
 	if c.terraform {
 		b.step("3. terraform plan")
-		if err := b.terraformRuns(); err != nil {
-			return err
+		if r.Terraform, err = b.terraformRuns(); err != nil {
+			return nil, err
 		}
 	}
-	b.step("4. profiles and baseline")
-	if err := b.profiles(); err != nil {
-		return err
+	if c.diff {
+		b.step("4. diff of the mesh-wide rollout")
+		if r.Diff, err = b.diffRuns(); err != nil {
+			return nil, err
+		}
 	}
-	b.elapsed = time.Since(start)
-	report := b.report()
-	fmt.Println()
-	fmt.Println(b.table())
-	out := c.out
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
+	b.step("5. profiles and baseline")
+	if r.Profiles, err = b.profiles(); err != nil {
+		return nil, err
 	}
-	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
-		return err
-	}
-	fmt.Printf("wrote %s in %v; raw outputs, profiles and meshes are in %s\n", c.out, b.elapsed.Round(time.Second), c.work)
-	return nil
+	return r, nil
 }
 
 type runner struct {
-	cfg     config
-	root    string
-	work    string
-	log     io.Writer
-	sizes   sizes
-	machine machine
-	elapsed time.Duration
+	cfg   config
+	root  string
+	work  string
+	log   io.Writer
+	sizes sizes
 
 	benchBin, baselineBin, istioBin, providerDir string
 	baselineErr                                  error
@@ -151,20 +223,6 @@ type runner struct {
 	// proxy; empty when the build failed, with kubectlErr saying why.
 	kubectlDir, kubectlErr string
 	pprofProviderDir       string
-	// manifestDir holds the Sidecars as kubernetes_manifest resources, unplanned.
-	manifestDir string
-	// planProfile is the provider's CPU profile over the profiled plan, and
-	// planProfileScenario the plan it profiles.
-	planProfile, planProfileScenario string
-
-	genTime   map[int]time.Duration
-	floorRows []floorResult
-	pred      map[string]*predResult // by "size/policy"
-	loads     map[int]Sample         // ns/op by size
-	istioRes  map[string]*istioResult
-	tf        []tfResult
-	tfNotes   []string
-	prof      profiles
 }
 
 func (b *runner) step(s string) {
@@ -272,20 +330,12 @@ func repoRoot() (string, error) {
 	}
 }
 
-type machine struct {
-	CPUs                   int
-	Model, Go, Terraform   string
-	Memory, Date, Kernel   string
-	LoadAtStart, LoadAtEnd string
-	Commit                 string
-}
-
-func machineInfo() machine {
-	m := machine{CPUs: runtime.NumCPU(), Date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
+func machineInfo() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.Model = strings.TrimSpace(v)
+				m.CPUModel = strings.TrimSpace(v)
 				break
 			}
 		}
@@ -339,7 +389,7 @@ func (b *runner) buildKubectl() {
 	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod", "GOWORK=off")
 	fmt.Fprintf(b.log, "$ GOBIN=%s go install %s\n", dir, kubectlProvider)
 	if _, err := runCmd(cmd, b.log, false); err != nil {
-		b.kubectlErr = fmt.Sprintf("`go install %s` failed (%v); see %s", kubectlProvider, err, filepath.Join(b.work, "meshbench.log"))
+		b.kubectlErr = err.Error()
 		return
 	}
 	b.kubectlDir = dir

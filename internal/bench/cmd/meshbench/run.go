@@ -3,12 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,29 +214,6 @@ func parseBench(out []byte) []BenchLine {
 	return lines
 }
 
-// Sample is the runs of one measurement.
-type Sample []float64
-
-// Median returns the median (the mean of the two middle values for an even count).
-func (s Sample) Median() float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	c := append(Sample(nil), s...)
-	sort.Float64s(c)
-	m := len(c) / 2
-	if len(c)%2 == 1 {
-		return c[m]
-	}
-	return (c[m-1] + c[m]) / 2
-}
-
-// Min and Max bound the runs.
-func (s Sample) Min() float64 { c := append(Sample(nil), s...); sort.Float64s(c); return c[0] }
-
-// Max is the largest run.
-func (s Sample) Max() float64 { c := append(Sample(nil), s...); sort.Float64s(c); return c[len(c)-1] }
-
 // values collects one unit of every line with the given name.
 func values(lines []BenchLine, name, unit string) Sample {
 	var out Sample
@@ -247,4 +225,74 @@ func values(lines []BenchLine, name, unit string) Sample {
 		}
 	}
 	return out
+}
+
+// execMeasurement is what `meshbench -measure-exec` prints about the command it ran.
+type execMeasurement struct {
+	WallNs int64 `json:"wall_ns"`
+	CPUNs  int64 `json:"cpu_ns"`
+	// MaxRSSBytes is the command's getrusage ru_maxrss.
+	MaxRSSBytes int64 `json:"max_rss_bytes"`
+	OutputBytes int64 `json:"output_bytes"`
+	ExitCode    int   `json:"exit_code"`
+}
+
+// measureExec runs argv, counts and discards its standard output, passes its
+// standard error on, and prints an execMeasurement as JSON.
+//
+// Linux charges the resident set of the process that starts a child to the
+// child's ru_maxrss (Go starts children with vfork, and exec keeps the high
+// water mark of the memory it replaces), so meshbench, which holds whole
+// meshes, cannot read a small command's peak from its own children. This
+// small process starts the command instead.
+func measureExec(argv []string, stdout, stderr io.Writer) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("-measure-exec: no command")
+	}
+	var out countingWriter
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	start := time.Now()
+	err := cmd.Run()
+	m := execMeasurement{WallNs: int64(time.Since(start)), OutputBytes: out.n}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		m.ExitCode = exit.ExitCode()
+	case err != nil:
+		return err
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.CPUNs = ru.Utime.Nano() + ru.Stime.Nano()
+		m.MaxRSSBytes = ru.Maxrss * 1024 // KiB on Linux
+	}
+	return json.NewEncoder(stdout).Encode(m)
+}
+
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// runMeasured runs argv through `meshbench -measure-exec` in dir, its standard
+// error going to log.
+func runMeasured(dir string, log io.Writer, argv ...string) (execMeasurement, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return execMeasurement{}, err
+	}
+	cmd := exec.Command(self, append([]string{"-measure-exec", "--"}, argv...)...)
+	cmd.Dir, cmd.Stderr = dir, log
+	fmt.Fprintf(log, "$ %s\n", strings.Join(argv, " "))
+	out, err := cmd.Output()
+	if err != nil {
+		return execMeasurement{}, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	var m execMeasurement
+	if err := json.Unmarshal(out, &m); err != nil {
+		return m, fmt.Errorf("-measure-exec printed %q: %w", out, err)
+	}
+	return m, nil
 }

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
+)
+
+// ---- 3. terraform plan ----
+
+// planner plans the configurations of the terraform stage into its result.
+type planner struct {
+	b  *runner
+	rc string
+	tf *Terraform
+}
+
+// plan runs terraform plan in dir times, stopping at the first failure.
+func (p *planner) plan(scenario Scenario, dir string, resources, times int) {
+	r := Plan{Scenario: scenario, Resources: resources}
+	for range times {
+		cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+p.rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+		fmt.Fprintf(p.b.log, "$ (cd %s && terraform plan)\n", dir)
+		run, err := runCmd(cmd, io.Discard, true)
+		if err != nil {
+			r.Error = firstError(run.Output, err)
+			break
+		}
+		r.PlanBytes = len(run.Output)
+		var provider time.Duration
+		for comm, c := range run.ChildCPU {
+			if strings.HasPrefix(comm, "terraform-provi") {
+				provider += c
+			}
+		}
+		r.Runs = append(r.Runs, PlanRun{WallNs: int64(run.Wall), CPUNs: int64(run.CPU), ProviderCPUNs: int64(provider), TreeRSSBytes: run.TreeRSS})
+	}
+	p.tf.Plans = append(p.tf.Plans, r)
+	name := scenarioName(scenario, resources)
+	if r.Error != "" {
+		fmt.Printf("    %-58s failed: %s\n", name, r.Error)
+		return
+	}
+	row := planRows(&Terraform{Plans: []Plan{r}})[0]
+	fmt.Printf("    %-58s %7.1f s, peak RSS %s (tree)\n", name, row.Wall, mib(row.TreeRSS))
+}
+
+func (b *runner) terraformRuns() (*Terraform, error) {
+	tf := &Terraform{KubectlProvider: kubectlProvider, KubectlError: b.kubectlErr}
+	tfDir := filepath.Join(b.work, "terraform")
+	if err := os.RemoveAll(tfDir); err != nil {
+		return nil, err
+	}
+	rc := filepath.Join(tfDir, "terraformrc")
+	if err := os.MkdirAll(tfDir, 0o755); err != nil {
+		return nil, err
+	}
+	overrides := map[string]string{"registry.terraform.io/meshscope/meshscope": b.providerDir}
+	if b.kubectlDir != "" {
+		overrides["registry.terraform.io/gavinbunney/kubectl"] = b.kubectlDir
+	}
+	if err := os.WriteFile(rc, []byte(bench.TerraformRC(overrides)), 0o644); err != nil {
+		return nil, err
+	}
+	runs := 3
+	if b.cfg.quick {
+		runs = 1
+	}
+	p := &planner{b: b, rc: rc, tf: tf}
+	for _, n := range b.sizes.terraform {
+		m := bench.Generate(bench.DefaultSpec(n))
+		y, err := os.ReadFile(bench.MeshFile(b.meshDir(), n))
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(tfDir, fmt.Sprintf("scopes-%d", n))
+		if err := bench.TerraformScopes(dir, m, y, "", false); err != nil {
+			return nil, err
+		}
+		p.plan(ScenarioOffline, dir, n, runs)
+	}
+	n := b.sizes.terraform[len(b.sizes.terraform)-1]
+	var err error
+	if tf.Profile, err = b.profilePlan(tfDir, filepath.Join(tfDir, fmt.Sprintf("scopes-%d", n)), n); err != nil {
+		return nil, err
+	}
+	m := bench.Generate(bench.DefaultSpec(n))
+	y, err := os.ReadFile(bench.MeshFile(b.meshDir(), n))
+	if err != nil {
+		return nil, err
+	}
+	nsYAML, err := os.ReadFile(bench.SidecarsFile(b.meshDir(), n, bench.PolicyNamespace))
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(tfDir, fmt.Sprintf("scopes-%d-nsdefault", n))
+	if err := bench.TerraformScopes(dir, m, append(append(y, '\n'), nsYAML...), "", false); err != nil {
+		return nil, err
+	}
+	p.plan(ScenarioOfflineNSDefault, dir, n, runs)
+
+	// Terraform's own cost for as many instances: resource blocks, then for_each.
+	var blocks strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&blocks, "resource \"terraform_data\" \"r%d\" {\n  input = \"%d\"\n}\n", i, i)
+	}
+	dir = filepath.Join(tfDir, "terraform-data-blocks")
+	if err := writeFile(filepath.Join(dir, "main.tf"), blocks.String()); err != nil {
+		return nil, err
+	}
+	p.plan(ScenarioDataBlocks, dir, n, 1)
+	dir = filepath.Join(tfDir, "terraform-data-for-each")
+	if err := writeFile(filepath.Join(dir, "main.tf"), fmt.Sprintf("resource \"terraform_data\" \"r\" {\n  for_each = toset([for i in range(%d) : tostring(i)])\n  input    = each.key\n}\n", n)); err != nil {
+		return nil, err
+	}
+	p.plan(ScenarioDataForEach, dir, n, 1)
+
+	// Against the test control plane's API server, when it is up: the mesh goes
+	// into the API server, and the provider reads its inventory from there.
+	if up, why := b.testenvUp(); up {
+		if err := b.livePlans(tfDir, m, runs, p); err != nil {
+			return nil, err
+		}
+	} else {
+		tf.TestenvDown = why
+	}
+	return tf, nil
+}
+
+// profilePlan plans dir (the n scopes of ScenarioOffline) once more with the
+// profiling build of the provider and keeps the top of the provider's CPU
+// profile, all processes merged.
+func (b *runner) profilePlan(tfDir, dir string, n int) (*PlanProfile, error) {
+	rc := filepath.Join(tfDir, "terraformrc-pprof")
+	if err := os.WriteFile(rc, []byte(bench.TerraformRC(map[string]string{"registry.terraform.io/meshscope/meshscope": b.pprofProviderDir})), 0o644); err != nil {
+		return nil, err
+	}
+	profDir := filepath.Join(b.work, "plan-profile")
+	if err := os.RemoveAll(profDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(profDir, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1",
+		"MESHSCOPE_CPU_PROFILE="+filepath.Join(profDir, "provider.prof"))
+	fmt.Fprintf(b.log, "$ (cd %s && MESHSCOPE_CPU_PROFILE=... terraform plan)\n", dir)
+	if _, err := runCmd(cmd, io.Discard, true); err != nil {
+		return nil, fmt.Errorf("profiled plan of %s: %w", dir, err)
+	}
+	profs, err := filepath.Glob(filepath.Join(profDir, "provider.prof.*"))
+	if err != nil || len(profs) == 0 {
+		return nil, fmt.Errorf("profiled plan of %s wrote no provider profile", dir)
+	}
+	top, err := pprofTopOf(filepath.Join(b.pprofProviderDir, "terraform-provider-meshscope"), profs,
+		"-top", "-cum", "-nodecount=30", "-show=meshscope|terraform-plugin|grpc|runtime.gcBgMarkWorker|runtime.mallocgc$")
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("    profiled the provider over one more plan: %s\n", scenarioName(ScenarioOffline, n))
+	return &PlanProfile{Scenario: ScenarioOffline, Resources: n, Dir: profDir, Top: top}, nil
+}
+
+// livePlans loads the n-service mesh of m into the test API server, plans the
+// first 100 and all of its scopes with only the provider's kubernetes block,
+// and plans the same Sidecars as kubectl_manifest resources.
+func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) error {
+	n := m.Spec.Services
+	y, err := os.ReadFile(bench.MeshFile(b.meshDir(), n))
+	if err != nil {
+		return err
+	}
+	// The API server has its own default/kubernetes Service: leave it alone.
+	var docs []string
+	for _, d := range strings.Split(string(y), "\n---\n") {
+		if !strings.Contains(d, "{name: kubernetes, namespace: default,") {
+			docs = append(docs, d)
+		}
+	}
+	live := filepath.Join(tfDir, "mesh-live.yaml")
+	if err := writeFile(live, strings.Join(docs, "\n---\n")); err != nil {
+		return err
+	}
+	fmt.Printf("    loading the %s-service mesh (%s objects) into the test API server\n", thousands(n), thousands(len(docs)))
+	p.tf.Live = &LiveLoad{Services: n, Objects: len(docs)}
+	start := time.Now()
+	cmd := exec.Command("kubectl", "--kubeconfig", b.cfg.kubeconfig, "apply", "--server-side", "--force-conflicts",
+		"--field-manager=meshscope-bench", "-f", live)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		p.tf.Live.Error = firstLine(out, nil) + " (" + err.Error() + ")"
+		return nil //nolint:nilerr // the report says why the rows are missing; the rest of the run goes on
+	}
+	p.tf.Live.LoadNs = int64(time.Since(start))
+	for _, k := range b.sizes.terraform {
+		sub := *m
+		sub.Apps = m.Apps[:min(k, len(m.Apps))]
+		dir := filepath.Join(tfDir, fmt.Sprintf("live-%d", k))
+		if err := bench.TerraformScopes(dir, &sub, nil, b.cfg.kubeconfig, false); err != nil {
+			return err
+		}
+		p.plan(ScenarioLive, dir, len(sub.Apps), runs)
+	}
+	if b.kubectlDir == "" {
+		return nil
+	}
+	sc, err := os.ReadFile(bench.SidecarsFile(b.meshDir(), n, bench.PolicyMeshscope))
+	if err != nil {
+		return err
+	}
+	// The same Sidecars as kubernetes_manifest, for whoever has a build of
+	// hashicorp/kubernetes v2: written, not planned (see the report).
+	p.tf.ManifestDir = filepath.Join(tfDir, fmt.Sprintf("kubernetes-manifest-%d", n))
+	if _, err := bench.TerraformManifests(p.tf.ManifestDir, sc, b.cfg.kubeconfig); err != nil {
+		return err
+	}
+	dir := filepath.Join(tfDir, fmt.Sprintf("kubectl-manifest-%d", n))
+	count, err := bench.TerraformKubectlManifests(dir, sc, b.cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	p.plan(ScenarioLiveKubectl, dir, count, runs)
+	return nil
+}
+
+func (b *runner) testenvUp() (bool, string) {
+	if _, err := os.Stat(b.cfg.kubeconfig); err != nil {
+		return false, "no kubeconfig at " + b.cfg.kubeconfig
+	}
+	cmd := exec.Command("kubectl", "--kubeconfig", b.cfg.kubeconfig, "--request-timeout=5s", "get", "ns")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, "`kubectl get ns` failed: " + strings.TrimSpace(firstLine(out, nil))
+	}
+	return true, ""
+}
+
+func firstError(out []byte, err error) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Error:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return err.Error()
+}
+
+func writeFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(content), 0o644)
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestParseBench(t *testing.T) {
+	out := []byte(`goos: linux
+goarch: amd64
+BenchmarkLoad/services=1000-2         	       1	 249700000 ns/op	      3106 objects	 1234 B/op	 56 allocs/op
+BenchmarkPredictAll/services=1000/policy=none-2   	       3	 347300000 ns/op	       173.6 ns/proxy	      2012 clusters/proxy
+BenchmarkIstioClusters/services=1000/policy=none 	      20	  36700000 ns/op	 6.5 setup-s
+--- FAIL: BenchmarkBroken
+BenchmarkNotANumber-2 	 x 	 1 ns/op
+PASS
+`)
+	want := []BenchLine{
+		{Name: "BenchmarkLoad/services=1000", N: 1, Values: map[string]float64{"ns/op": 249700000, "objects": 3106, "B/op": 1234, "allocs/op": 56}},
+		{Name: "BenchmarkPredictAll/services=1000/policy=none", N: 3, Values: map[string]float64{"ns/op": 347300000, "ns/proxy": 173.6, "clusters/proxy": 2012}},
+		{Name: "BenchmarkIstioClusters/services=1000/policy=none", N: 20, Values: map[string]float64{"ns/op": 36700000, "setup-s": 6.5}},
+	}
+	got := parseBench(out)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseBench =\n%+v\nwant\n%+v", got, want)
+	}
+	if v := values(append(got, got[1]), "BenchmarkPredictAll/services=1000/policy=none", "ns/proxy"); !reflect.DeepEqual(v, Sample{173.6, 173.6}) {
+		t.Errorf("values = %v", v)
+	}
+}
+
+func TestMeasureExec(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := measureExec([]string{"sh", "-c", "printf 12345; echo oops >&2; exit 3"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var m execMeasurement
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if m.ExitCode != 3 || m.OutputBytes != 5 || m.MaxRSSBytes <= 0 || m.WallNs <= 0 {
+		t.Errorf("measurement %+v, want exit 3, 5 bytes of output and a peak RSS", m)
+	}
+	if errb.String() != "oops\n" {
+		t.Errorf("stderr %q, want it passed on", errb.String())
+	}
+	if err := measureExec([]string{"/nonexistent/command"}, &out, &errb); err == nil {
+		t.Error("a command that cannot start: no error")
+	}
+	if err := measureExec(nil, &out, &errb); err == nil {
+		t.Error("no command: no error")
+	}
+}
