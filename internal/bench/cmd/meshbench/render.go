@@ -476,7 +476,7 @@ type profileView struct {
 }
 
 func (v *view) profile() profileView {
-	pr := v.Results.Profiles
+	pr := v.Profiles
 	out := profileView{}
 	for _, b := range profiled {
 		row := ProfileRow{Benchmark: b.bench}
@@ -487,7 +487,7 @@ func (v *view) profile() profileView {
 		}
 		out.Rows = append(out.Rows, row)
 	}
-	if p := v.Results.prediction(pr.Services, bench.PolicyNone); p != nil {
+	if p := v.prediction(pr.Services, bench.PolicyNone); p != nil {
 		out.NoneClusters = p.ClustersPerProxy
 	}
 	out.NoneMiB = out.NoneClusters * clusterStructBytes / (1 << 20)
