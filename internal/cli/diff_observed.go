@@ -159,7 +159,12 @@ func describeCut(c CutCall) string {
 	if c.Unroutable != "" {
 		extra += ", no scope can route it"
 	}
-	return fmt.Sprintf("%s (%s %s%s)", host, traffic.FormatCount(float64(c.Count)), c.Unit, extra)
+	return fmt.Sprintf("%s (%s%s)", host, c.amount(), extra)
+}
+
+// amount is the count with its unit: "1 request", "35 requests".
+func (c CutCall) amount() string {
+	return traffic.Quantity(float64(c.Count), strings.TrimSuffix(c.Unit, "s"), c.Unit)
 }
 
 // cutList is the table cell of a list of cuts, capped, with the full count.
@@ -192,6 +197,5 @@ func mdCut(ns, workload string, c CutCall, window string) string {
 	if c.Unroutable != "" {
 		fix = "no scope can route it: " + c.Unroutable
 	}
-	return fmt.Sprintf("`%s/%s`: %s %s over %s to %s; %s\n", ns, workload,
-		traffic.FormatCount(float64(c.Count)), c.Unit, window, host, fix)
+	return fmt.Sprintf("`%s/%s`: %s over %s to %s; %s\n", ns, workload, c.amount(), window, host, fix)
 }

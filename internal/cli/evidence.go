@@ -273,7 +273,7 @@ func reportUnknown(ev *traffic.Evidence, keep func(ns string) bool, stderr io.Wr
 				fmt.Fprintf(stderr, "  ... and %d more\n", len(unknown)-i)
 				break
 			}
-			fmt.Fprintf(stderr, "  %s/%s: %s over %s (%s)\n", u.Namespace, u.Workload, countOf(u.Count, "call", "calls"), ev.Window, plural(u.Series, "series", "series"))
+			fmt.Fprintf(stderr, "  %s/%s: %s over %s (%s)\n", u.Namespace, u.Workload, traffic.Quantity(u.Count, "call", "calls"), ev.Window, plural(u.Series, "series", "series"))
 		}
 	}
 	if ev.Unattributed > 0 {
@@ -319,7 +319,7 @@ func reportUnknown(ev *traffic.Evidence, keep func(ns string) bool, stderr io.Wr
 				fmt.Fprintf(stderr, "  ... and %d more\n", len(list)-i)
 				break
 			}
-			fmt.Fprintf(stderr, "  %s: %s over %s from %s\n", h.host, countOf(h.count, "call", "calls"), ev.Window, plural(h.workloads, "workload", "workloads"))
+			fmt.Fprintf(stderr, "  %s: %s over %s from %s\n", h.host, traffic.Quantity(h.count, "call", "calls"), ev.Window, plural(h.workloads, "workload", "workloads"))
 		}
 	}
 }
@@ -330,13 +330,4 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// countOf is plural for a count of increase(), rounded as traffic.FormatCount rounds it.
-func countOf(v float64, one, many string) string {
-	s := traffic.FormatCount(v)
-	if s == "1" {
-		return "1 " + one
-	}
-	return s + " " + many
 }

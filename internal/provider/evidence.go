@@ -343,7 +343,7 @@ func (s *evidenceSource) read(ctx context.Context, inv *mesh.Inventory) {
 	if n := len(s.ev.UnknownWorkloads); n > 0 {
 		var names []string
 		for _, u := range firstN(s.ev.UnknownWorkloads, 10) {
-			names = append(names, fmt.Sprintf("%s/%s (%s calls)", u.Namespace, u.Workload, traffic.FormatCount(u.Count)))
+			names = append(names, fmt.Sprintf("%s/%s (%s)", u.Namespace, u.Workload, traffic.Quantity(u.Count, "call", "calls")))
 		}
 		more := ""
 		if n > 10 {

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +219,47 @@ func TestObservedPrometheus_UnauthorizedNamesBearerToken(t *testing.T) {
 	// The token never reaches a diagnostic.
 	for _, d := range rec.diags {
 		if strings.Contains(d.Detail, "not-it") || strings.Contains(d.Detail, "s3cret") {
+			t.Errorf("a diagnostic shows a credential: %s", d.Detail)
+		}
+	}
+}
+
+// A 403 names bearer_token too: Prometheus behind an authorizing proxy (as kube-rbac-proxy fronts
+// it) that knows the token but does not grant it. The granted token, read from
+// MESHSCOPE_PROMETHEUS_TOKEN, passes; it never reaches a diagnostic.
+func TestObservedPrometheus_ForbiddenNamesBearerToken(t *testing.T) {
+	prom, at := startSeedPrometheus(t, testenv.PrometheusOptions{})
+	target, err := url.Parse(prom.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := httputil.NewSingleHostReverseProxy(target)
+	var forbidden atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer granted-t0ken" {
+			forbidden.Add(1)
+			http.Error(w, "Forbidden (user=system:serviceaccount:ci:planner, verb=get, resource=, subresource=)", http.StatusForbidden)
+			return
+		}
+		upstream.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	refused := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", proxy.URL), `bearer_token = "known-but-not-granted"`), `observed_traffic = "error"`) + seedScopes
+	fromEnv := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", proxy.URL)), `observed_traffic = "error"`) + seedScopes
+	rec := &diagRecorder{}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, rec),
+		Steps: []resource.TestStep{
+			{Config: refused, ExpectError: regexp.MustCompile(`(?s)Prometheus Refused The Query.*prometheus\.bearer_token.*HTTP 403 Forbidden`)},
+			// Granted, the check runs: foo's cut call fails the plan in error mode.
+			{PreConfig: func() { t.Setenv("MESHSCOPE_PROMETHEUS_TOKEN", "granted-t0ken") }, Config: fromEnv, ExpectError: regexp.MustCompile(`Scope Cuts Observed Calls`)},
+		},
+	})
+	if forbidden.Load() == 0 {
+		t.Error("the proxy forbade no request")
+	}
+	for _, d := range rec.diags {
+		if strings.Contains(d.Detail, "granted-t0ken") || strings.Contains(d.Detail, "known-but-not-granted") {
 			t.Errorf("a diagnostic shows a credential: %s", d.Detail)
 		}
 	}

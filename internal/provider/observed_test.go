@@ -349,3 +349,45 @@ resource "meshscope_workload_scope" "nope" {
 		},
 	})
 }
+
+// A cut call to a Service that is not exported to the scope's namespace: adding it would be
+// refused, so the warning says why no scope of the namespace can route it instead of "add".
+func TestWorkloadScope_ObservedCallToHiddenServiceSaysWhy(t *testing.T) {
+	vault := heredoc(`apiVersion: v1
+kind: Service
+metadata:
+  name: vault
+  namespace: data
+  annotations:
+    networking.istio.io/exportTo: "."
+spec:
+  selector: {app: vault}
+  ports:
+  - {name: http, port: 8200}`)
+	snap := filepath.Join(t.TempDir(), "observed.json")
+	if err := os.WriteFile(snap, []byte(`{"status":"success","data":{"resultType":"vector","result":[
+{"metric":{"meshscope_metric":"istio_requests_total","meshscope_window":"7d","reporter":"source","source_workload":"test-app","source_workload_namespace":"foo","destination_service":"vault.data.svc.cluster.local","destination_service_name":"PassthroughCluster","request_protocol":"http"},"value":[1733300000,"12"]},
+{"metric":{"meshscope_metric":"istio_requests_total","meshscope_window":"7d","reporter":"destination","source_workload":"test-app","source_workload_namespace":"foo","destination_service":"vault.data.svc.cluster.local","destination_service_name":"vault","destination_service_namespace":"data","request_protocol":"http"},"value":[1733300000,"12"]}
+]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := &diagRecorder{}
+	config := seedProvider(t, []string{vault}, fmt.Sprintf("observed_traffic_file = %q", snap)) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: recordingFactories(rec),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				expectWarning{rec: rec, summary: "Scope Cuts Observed Calls", attr: "dependencies", detail: regexp.MustCompile(
+					`(?s)"foo/Deployment/test-app".*vault\.data\.svc\.cluster\.local: 12 requests, through PassthroughCluster today; ` +
+						`no scope of this namespace can route it, \{ service = "vault\.data" \} is refused: Service Not Visible: .*not exported to namespace "foo".*\n` +
+						`Under ALLOW_ANY these calls .*under REGISTRY_ONLY they would fail\. Calls no scope can route need their Service exported to the namespace first\.$`)},
+			}},
+		}},
+	})
+	for _, w := range rec.warnings() {
+		if regexp.MustCompile(`add \{ service = "vault\.data"|Add the elements above`).MatchString(w.Detail) {
+			t.Errorf("a warning tells the user to add a dependency the compiler refuses: %s", w.Detail)
+		}
+	}
+}

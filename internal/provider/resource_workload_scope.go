@@ -438,6 +438,29 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 // compileScope is compile. Without claim, the scope is not recorded among the scopes this
 // configuration plans: an import compiles the Sidecar it reads, which the configuration may
 // then change under the same name.
+// routable answers, for the observed-traffic messages, whether a dependency can be declared in
+// namespace ns at all, as the compiler answers it for a scope of its own. Answers are kept for
+// the plan of this one scope.
+func (r *workloadScopeResource) routable(ns string) routableFunc {
+	cache := map[string]string{}
+	return func(d scope.Dependency) string {
+		key := fmt.Sprint(d.Service, d.Ports)
+		if why, ok := cache[key]; ok {
+			return why
+		}
+		why := ""
+		_, problems := scope.Compile(r.data.inv, scope.Declaration{Namespace: ns, Dependencies: []scope.Dependency{d}}, r.data.scopeOpts)
+		for _, pb := range problems {
+			if !pb.Warning && pb.Attribute == scope.AttrDependencies {
+				why = pb.Summary + ": " + pb.Detail
+				break
+			}
+		}
+		cache[key] = why
+		return why
+	}
+}
+
 func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadScopeResourceModel, claim bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	decl, deps, ds := m.declaration(ctx)
@@ -490,7 +513,7 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 		diags.Append(ds...)
 		if ev != nil {
 			observeScope(ev, head, decl, reviews, r.data.predictOpts.DomainSuffix)
-			addObserved(&diags, src, ev.Window, decl, reviews, r.data.reviewHostLimit)
+			addObserved(&diags, src, ev.Window, decl, reviews, r.data.reviewHostLimit, r.routable(decl.Namespace))
 		}
 	}
 	checkBudget(&diags, m.MaxClusters, reviews, expected, decl)

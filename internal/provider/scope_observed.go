@@ -69,15 +69,24 @@ func callTarget(c traffic.Call) string {
 	return c.Host
 }
 
-// dependencyElement is the dependencies element that lets the call through, in HCL. With
-// portLevel (every declared dependency lists ports), it lists the call's port when certain.
-func dependencyElement(c traffic.Call, portLevel bool) string {
+// callDependency is the dependency that lets the call through. With portLevel (every declared
+// dependency lists ports), it lists the call's port when certain. false when the call has no
+// dependency form (not a host of the registry).
+func callDependency(c traffic.Call, portLevel bool) (scope.Dependency, bool) {
 	deps := traffic.Dependencies([]traffic.Call{c})
 	if len(deps) == 0 {
-		return ""
+		return scope.Dependency{}, false
 	}
-	d := deps[0]
-	if !portLevel || len(d.Ports) == 0 {
+	d := scope.Dependency{Service: deps[0].Service}
+	if portLevel {
+		d.Ports = deps[0].Ports
+	}
+	return d, true
+}
+
+// dependencyElement is a dependencies element in HCL.
+func dependencyElement(d scope.Dependency) string {
+	if len(d.Ports) == 0 {
 		return fmt.Sprintf("{ service = %q }", d.Service)
 	}
 	ports := make([]string, len(d.Ports))
@@ -87,10 +96,28 @@ func dependencyElement(c traffic.Call, portLevel bool) string {
 	return fmt.Sprintf("{ service = %q, ports = [%s] }", d.Service, strings.Join(ports, ", "))
 }
 
+// routableFunc answers whether a dependency can be declared in the scope's namespace at all:
+// "" when it can, else the compiler's reason (a Service not exported to the namespace, a port it
+// does not expose).
+type routableFunc func(scope.Dependency) string
+
+// fixFor is what lets a call in registry through: "add" the element, or, when the compiler
+// refuses that element in this namespace, why no scope of the namespace can route it.
+func fixFor(c traffic.Call, portLevel bool, routable routableFunc) string {
+	d, ok := callDependency(c, portLevel)
+	if !ok {
+		return "add a ServiceEntry for the host to the mesh, then declare it as a dependency"
+	}
+	if why := routable(d); why != "" {
+		return "no scope of this namespace can route it, " + dependencyElement(d) + " is refused: " + why
+	}
+	return "add " + dependencyElement(d)
+}
+
 // addObserved reports, per reviewed workload, the observed calls the scope would cut (a warning,
 // or an error with observed_traffic = "error"), and the calls that leave the registry today.
 // Each message lists at most limit calls, and counts them all.
-func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, decl scope.Declaration, reviews []workloadReview, limit int) {
+func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, decl scope.Declaration, reviews []workloadReview, limit int, routable routableFunc) {
 	portLevel := len(decl.Dependencies) > 0
 	for _, d := range decl.Dependencies {
 		if len(d.Ports) == 0 {
@@ -105,20 +132,34 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, de
 		}
 		if len(o.Cut) > 0 {
 			var lines []string
+			adds, refused := 0, 0
 			for _, c := range firstN(o.Cut, limit) {
-				line := fmt.Sprintf("  - %s: %s %s", callTarget(c), traffic.FormatCount(c.Count), c.Unit())
+				line := fmt.Sprintf("  - %s: %s", callTarget(c), c.Amount())
 				if c.Passthrough {
 					line += ", through PassthroughCluster today"
 				}
-				lines = append(lines, line+"; add "+dependencyElement(c, portLevel))
+				fix := fixFor(c, portLevel, routable)
+				if strings.HasPrefix(fix, "add ") {
+					adds++
+				} else {
+					refused++
+				}
+				lines = append(lines, line+"; "+fix)
+			}
+			var advice []string
+			if adds > 0 {
+				advice = append(advice, "Add the elements above to dependencies.")
+			}
+			if refused > 0 {
+				advice = append(advice, "Calls no scope can route need their Service exported to the namespace first.")
 			}
 			if len(o.Cut) > limit {
 				lines = append(lines, fmt.Sprintf("  - and %d more", len(o.Cut)-limit))
 			}
 			detail := fmt.Sprintf("Under this scope the workload %q would have no cluster for %d destination(s) it called over "+
 				"the last %s (%s):\n%s\nUnder ALLOW_ANY these calls would fall to PassthroughCluster and lose mTLS, routing and "+
-				"telemetry; under REGISTRY_ONLY they would fail. Add the elements above to dependencies.",
-				rv.Key, len(o.Cut), window, src.describe(), strings.Join(lines, "\n"))
+				"telemetry; under REGISTRY_ONLY they would fail. %s",
+				rv.Key, len(o.Cut), window, src.describe(), strings.Join(lines, "\n"), strings.Join(advice, " "))
 			if src.mode == observedError {
 				diags.AddAttributeError(path.Root("dependencies"), "Scope Cuts Observed Calls", detail)
 			} else {
@@ -130,13 +171,13 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, de
 			for _, c := range firstN(o.Outside, limit) {
 				fix := "add a ServiceEntry for the host to the mesh, then declare it as a dependency"
 				if c.InRegistry() {
-					fix = "add " + dependencyElement(c, portLevel)
+					fix = fixFor(c, portLevel, routable)
 				}
 				how := "through PassthroughCluster"
 				if c.Class == traffic.ClassBlackHole {
 					how = "dropped into BlackHoleCluster (failing)"
 				}
-				lines = append(lines, fmt.Sprintf("  - %s: %s %s %s; %s", displayHost(c), traffic.FormatCount(c.Count), c.Unit(), how, fix))
+				lines = append(lines, fmt.Sprintf("  - %s: %s %s; %s", displayHost(c), c.Amount(), how, fix))
 			}
 			if len(o.Outside) > limit {
 				lines = append(lines, fmt.Sprintf("  - and %d more", len(o.Outside)-limit))
@@ -149,7 +190,7 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, de
 		if len(o.Unknown) > 0 {
 			var hosts []string
 			for _, c := range firstN(o.Unknown, limit) {
-				hosts = append(hosts, fmt.Sprintf("%s (%s %s)", callTarget(c), traffic.FormatCount(c.Count), c.Unit()))
+				hosts = append(hosts, fmt.Sprintf("%s (%s)", callTarget(c), c.Amount()))
 			}
 			diags.AddAttributeWarning(path.Root("dependencies"), "Observed Hosts Not In The Inventory",
 				fmt.Sprintf("The workload %q called %d service host(s) over the last %s that the inventory does not hold: %s. "+

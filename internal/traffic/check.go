@@ -92,7 +92,25 @@ func (c Call) Describe(window string) string {
 	if c.Protocol != "" {
 		proto = " (" + c.Protocol + ")"
 	}
-	return fmt.Sprintf("%s %s over %s to %s%s", FormatCount(c.Count), c.Unit(), window, host, proto)
+	return fmt.Sprintf("%s over %s to %s%s", c.Amount(), window, host, proto)
+}
+
+// Amount is the call's count with its unit: "1 request", "1,204 requests", "3 connections".
+func (c Call) Amount() string {
+	if c.TCP {
+		return Quantity(c.Count, "connection", "connections")
+	}
+	return Quantity(c.Count, "request", "requests")
+}
+
+// Quantity is a count of increase(), rounded as FormatCount rounds it, with the singular or
+// plural noun: "1 request", "0 requests", "1,204 requests".
+func Quantity(v float64, one, many string) string {
+	s := FormatCount(v)
+	if s == "1" {
+		return "1 " + one
+	}
+	return s + " " + many
 }
 
 // FormatCount rounds a count from increase() (Prometheus extrapolates, so it is rarely whole)

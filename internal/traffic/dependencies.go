@@ -74,10 +74,10 @@ func Dependencies(calls []Call) []Dependency {
 func (d Dependency) CountPhrase(window string) string {
 	var parts []string
 	if d.Requests > 0 || d.TCP == 0 {
-		parts = append(parts, FormatCount(d.Requests)+" requests")
+		parts = append(parts, Quantity(d.Requests, "request", "requests"))
 	}
 	if d.TCP > 0 {
-		parts = append(parts, FormatCount(d.TCP)+" connections")
+		parts = append(parts, Quantity(d.TCP, "connection", "connections"))
 	}
 	return strings.Join(parts, " and ") + " over " + window
 }

@@ -323,3 +323,19 @@ func fmtPorts(p []uint32) string {
 	}
 	return "[" + strings.Join(s, ",") + "]"
 }
+
+// TestQuantity: one is singular, every other count plural, after rounding as FormatCount does.
+func TestQuantity(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		tcp  bool
+		want string
+	}{{1, false, "1 request"}, {0.6, false, "1 request"}, {1.4, true, "1 connection"}, {0, false, "0 requests"}, {2, true, "2 connections"}, {1204.6, false, "1,205 requests"}} {
+		if got := (Call{Count: c.v, TCP: c.tcp}).Amount(); got != c.want {
+			t.Errorf("Amount of %v (tcp %v) = %q, want %q", c.v, c.tcp, got, c.want)
+		}
+	}
+	if got := (Dependency{Requests: 1, TCP: 1}).CountPhrase("7d"); got != "1 request and 1 connection over 7d" {
+		t.Errorf("CountPhrase = %q", got)
+	}
+}

@@ -16,7 +16,10 @@
 //     control plane (make testenv) is up, against its API server;
 //  4. the provider binary's `diff` of the mesh-wide rollout of namespace-default
 //     Sidecars, in each output format;
-//  5. CPU and memory profiles of the predictor, and the same benchmarks built
+//  5. the traffic evidence: meshscope's query against a real Prometheus
+//     holding the mesh's call series, suggest of the whole mesh, and
+//     terraform plan with evidence against the plan without;
+//  6. CPU and memory profiles of the predictor, and the same benchmarks built
 //     against a baseline revision of internal/predict and internal/mesh.
 //
 // Each stage returns a typed result (results.go); the run writes them all to
@@ -41,7 +44,7 @@ type config struct {
 	out, results, render, work, baseline string
 	quick                                bool
 	count                                int
-	istio, terraform, diff               bool
+	istio, terraform, diff, evidence     bool
 	kubeconfig                           string
 }
 
@@ -58,6 +61,7 @@ func main() {
 	flag.BoolVar(&c.istio, "istio", true, "run Istio's config generator (internal/conformance)")
 	flag.BoolVar(&c.terraform, "terraform", true, "run terraform plan")
 	flag.BoolVar(&c.diff, "diff", true, "run the provider's diff command on the mesh-wide rollout")
+	flag.BoolVar(&c.evidence, "evidence", true, "measure the traffic evidence: a real Prometheus (make prometheus), suggest, and plans with evidence")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "/tmp/meshscope-testenv/kubeconfig", "kubeconfig of the test control plane (make testenv)")
 	flag.BoolVar(&measure, "measure-exec", false, "internal: run the command after the flags, discard its output and print its wall time, CPU, peak RSS and output size as JSON")
 	flag.Parse()
@@ -85,15 +89,17 @@ type sizes struct {
 	istioSample map[int]int
 	// diff is the size of the diff command's mesh.
 	diff int
+	// evidence is the size of the traffic evidence's mesh.
+	evidence int
 }
 
 func sizesFor(quick bool) sizes {
 	if quick {
 		return sizes{floor: []int{100, 1000}, speed: []int{100, 300, 1000}, istio: []int{100, 300, 1000}, terraform: []int{100},
-			istioSample: map[int]int{100: 20, 300: 20, 1000: 10}, diff: 1000}
+			istioSample: map[int]int{100: 20, 300: 20, 1000: 10}, diff: 1000, evidence: 1000}
 	}
 	return sizes{floor: []int{100, 1000, 10000}, speed: []int{1000, 2000, 5000, 10000}, istio: []int{1000, 2000, 5000, 10000},
-		terraform: []int{100, 1000}, istioSample: map[int]int{1000: 20, 2000: 12, 5000: 6, 10000: 4}, diff: 5000}
+		terraform: []int{100, 1000}, istioSample: map[int]int{1000: 20, 2000: 12, 5000: 6, 10000: 4}, diff: 5000, evidence: 10000}
 }
 
 // inRepo resolves a path relative to the repository root.
@@ -203,7 +209,13 @@ func (b *runner) measure() (*Results, error) {
 			return nil, err
 		}
 	}
-	b.step("5. profiles and baseline")
+	if c.evidence {
+		b.step("5. traffic evidence")
+		if r.Evidence, err = b.evidenceRuns(); err != nil {
+			return nil, err
+		}
+	}
+	b.step("6. profiles and baseline")
 	if r.Profiles, err = b.profiles(); err != nil {
 		return nil, err
 	}

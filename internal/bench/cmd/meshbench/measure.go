@@ -29,7 +29,7 @@ func (b *runner) generate() ([]MeshGen, error) {
 		return nil, err
 	}
 	var out []MeshGen
-	for _, n := range union(b.sizes.floor, b.sizes.speed, b.sizes.istio, b.sizes.terraform, []int{b.sizes.diff}) {
+	for _, n := range union(b.sizes.floor, b.sizes.speed, b.sizes.istio, b.sizes.terraform, []int{b.sizes.diff, b.sizes.evidence}) {
 		t0 := time.Now()
 		if _, err := bench.WriteFiles(b.meshDir(), bench.Generate(bench.DefaultSpec(n))); err != nil {
 			return nil, err
@@ -253,7 +253,7 @@ func labelString(l map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// ---- 5. profiles and baseline ----
+// ---- 6. profiles and baseline ----
 
 // profiled are the benchmarks compared before and after, at the largest size, in report order.
 var profiled = []struct {

@@ -22,6 +22,19 @@ const (
 	targetDiffRSS  = 1 << 30
 )
 
+// The targets of the traffic evidence: query and index of the whole mesh,
+// suggest of the whole mesh, and a plan with evidence against one without.
+const (
+	targetEvidenceWall   = 10 * time.Second
+	targetSuggestWall    = 30 * time.Second
+	targetSuggestRSS     = 1 << 30
+	targetEvidencePlanX  = 1.2
+	targetEvidenceSeries = 100000
+	// The sizes the targets are set at: a smaller (-quick) run meets none.
+	targetEvidenceServices   = 10000
+	targetEvidencePlanScopes = 1000
+)
+
 // The targets of the scope floor, the predictor and terraform plan:
 // the cut in clusters per proxy (percent), Istio's time per proxy over
 // meshscope's, every proxy of the largest mesh, and an offline plan of 1,000 scopes.
@@ -90,14 +103,15 @@ type view struct {
 	PerProxy   []perProxyRow
 	Mismatches []IstioResult
 	// Scoped compares Istio and meshscope with meshscope's scopes on the largest mesh.
-	Scoped  *scopedNote
-	Setup   []setupRow
-	Every   []everyRow
-	Growth  []growthRow
-	Shared  []sharedRow
-	Plans   []planRow
-	Diff    *diffView
-	Profile profileView
+	Scoped   *scopedNote
+	Setup    []setupRow
+	Every    []everyRow
+	Growth   []growthRow
+	Shared   []sharedRow
+	Plans    []planRow
+	Diff     *diffView
+	Evidence *evidenceView
+	Profile  profileView
 }
 
 func newView(r *Results) *view {
@@ -109,6 +123,7 @@ func newView(r *Results) *view {
 	v.speed()
 	v.Plans = planRows(r.Terraform)
 	v.Diff = newDiffView(r.Diff)
+	v.Evidence = newEvidenceView(r.Evidence)
 	v.Targets = v.targets()
 	v.Profile = v.profile()
 	return v
@@ -166,8 +181,9 @@ type targets struct {
 	EveryProxy              *everyProxyTarget
 	OfflinePlans            []offlinePlanTarget
 	// Gap compares meshscope with kubectl_manifest; nil unless both were planned.
-	Gap  *gap
-	Diff *diffView
+	Gap      *gap
+	Diff     *diffView
+	Evidence *evidenceView
 }
 
 // gap is the median plan times of 1,000 scopes and of the same Sidecars as
@@ -199,7 +215,7 @@ type everyProxyTarget struct {
 
 func (v *view) targets() targets {
 	r := v.Results
-	t := targets{AllFloor: true, Cut: math.NaN(), Diff: v.Diff}
+	t := targets{AllFloor: true, Cut: math.NaN(), Diff: v.Diff, Evidence: v.Evidence}
 	for _, row := range r.Floor {
 		if row.Policy == string(bench.PolicyMeshscopeBare) {
 			t.FloorAt += row.AtFloor
@@ -466,7 +482,65 @@ func newDiffView(d *Diff) *diffView {
 	return v
 }
 
-// ---- 5. profiles ----
+// ---- 5. traffic evidence ----
+
+type evidenceView struct {
+	*Evidence
+	// QueryMs, IndexMs and TotalNs are medians.
+	QueryMs, IndexMs, TotalNs float64
+	// SuggestWallNs is suggest's runs; SuggestCPU the median; SuggestRSS the
+	// largest; SuggestOutput the median output.
+	SuggestWallNs             Sample
+	SuggestCPU                float64
+	SuggestRSS, SuggestOutput int64
+	// PlanWithout and PlanWith are the median wall times (ns), PlanRatio
+	// with ÷ without; the Samples are the runs.
+	PlanWithoutNs, PlanWithNs         Sample
+	PlanWithoutMedian, PlanWithMedian float64
+	PlanRatio                         float64
+	PlanRSSWithout                    int64
+	PlanRSSWith                       int64
+	// The verdicts, and the targets they are read against.
+	QueryOK, SuggestOK, PlanOK bool
+	TargetQuerySeconds         float64
+	TargetSuggestSeconds       float64
+	TargetSuggestRSS           int64
+	TargetPlanRatio            float64
+	TargetSeries               int
+}
+
+func newEvidenceView(e *Evidence) *evidenceView {
+	if e == nil {
+		return nil
+	}
+	v := &evidenceView{Evidence: e, TargetQuerySeconds: targetEvidenceWall.Seconds(), TargetSuggestSeconds: targetSuggestWall.Seconds(),
+		TargetSuggestRSS: targetSuggestRSS, TargetPlanRatio: targetEvidencePlanX, TargetSeries: targetEvidenceSeries}
+	v.QueryMs, v.IndexMs, v.TotalNs = e.QueryMs.Median(), e.IndexMs.Median(), e.TotalNs.Median()
+	v.QueryOK = len(e.TotalNs) > 0 && v.TotalNs < float64(targetEvidenceWall) && e.Series >= targetEvidenceSeries
+	var cpu, out Sample
+	for _, r := range e.Suggest {
+		v.SuggestWallNs = append(v.SuggestWallNs, float64(r.WallNs))
+		cpu = append(cpu, float64(r.CPUNs))
+		out = append(out, float64(r.OutputBytes))
+		v.SuggestRSS = max(v.SuggestRSS, r.PeakRSSBytes)
+	}
+	v.SuggestCPU, v.SuggestOutput = cpu.Median(), int64(out.Median())
+	v.SuggestOK = len(e.Suggest) > 0 && e.Services >= targetEvidenceServices && v.SuggestWallNs.Median() < float64(targetSuggestWall) && v.SuggestRSS < targetSuggestRSS
+	for _, r := range e.PlanWithout {
+		v.PlanWithoutNs = append(v.PlanWithoutNs, float64(r.WallNs))
+		v.PlanRSSWithout = max(v.PlanRSSWithout, r.TreeRSSBytes)
+	}
+	for _, r := range e.PlanWith {
+		v.PlanWithNs = append(v.PlanWithNs, float64(r.WallNs))
+		v.PlanRSSWith = max(v.PlanRSSWith, r.TreeRSSBytes)
+	}
+	v.PlanWithoutMedian, v.PlanWithMedian = v.PlanWithoutNs.Median(), v.PlanWithNs.Median()
+	v.PlanRatio = quotient(v.PlanWithMedian, v.PlanWithoutMedian)
+	v.PlanOK = e.PlanError == "" && e.PlanScopes >= targetEvidencePlanScopes && len(e.PlanWith) > 0 && len(e.PlanWithout) > 0 && v.PlanRatio <= targetEvidencePlanX
+	return v
+}
+
+// ---- 6. profiles ----
 
 type profileView struct {
 	Rows []ProfileRow
@@ -526,6 +600,10 @@ func summary(r *Results) string {
 		for _, row := range d.Rows {
 			fmt.Fprintf(&t, "diff -o %-9s %8.2f s  %s  %s\n", row.Format, row.WallNs.Median()/1e9, mib(row.PeakRSS), size(row.OutputBytes))
 		}
+	}
+	if e := newEvidenceView(r.Evidence); e != nil {
+		fmt.Fprintf(&t, "evidence: query %d series %.2f s, index %.2f s; suggest %.2f s, %s; plan of %d scopes %.2f× with evidence\n",
+			e.Series, e.QueryMs/1e3, e.IndexMs/1e3, e.SuggestWallNs.Median()/1e9, mib(e.SuggestRSS), e.PlanScopes, e.PlanRatio)
 	}
 	return t.String()
 }

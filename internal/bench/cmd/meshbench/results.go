@@ -28,8 +28,10 @@ type Results struct {
 	// Terraform is nil when terraform plan was not run (-terraform=false).
 	Terraform *Terraform `json:"terraform,omitempty"`
 	// Diff is nil when the diff command was not run (-diff=false).
-	Diff     *Diff    `json:"diff,omitempty"`
-	Profiles Profiles `json:"profiles"`
+	Diff *Diff `json:"diff,omitempty"`
+	// Evidence is nil when the traffic evidence was not measured (-evidence=false).
+	Evidence *Evidence `json:"evidence,omitempty"`
+	Profiles Profiles  `json:"profiles"`
 }
 
 // RunInfo is how the run was made.
@@ -226,13 +228,45 @@ type DiffFormat struct {
 	Runs   []DiffRun `json:"runs"`
 }
 
-// DiffRun is one diff process.
+// DiffRun is one diff (or suggest) process.
 type DiffRun struct {
 	WallNs int64 `json:"wall_ns"`
 	CPUNs  int64 `json:"cpu_ns"`
 	// PeakRSSBytes is the process's getrusage ru_maxrss.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	OutputBytes  int64 `json:"output_bytes"`
+}
+
+// Evidence is the traffic-evidence stage: Istio's metrics for every call of
+// the mesh (bench.Mesh.Calls), queried from a real Prometheus and resolved,
+// then the provider binary's suggest of the whole mesh, then terraform plan of
+// the scopes with and without the evidence.
+type Evidence struct {
+	Services  int `json:"services"`
+	Workloads int `json:"workloads"`
+	// Series is the number of call series Prometheus holds and answers.
+	Series int `json:"series"`
+	// QueryMs and IndexMs are BenchmarkEvidence's split of one evaluation:
+	// traffic.Fetch against the server, then traffic.Resolve; TotalNs is both.
+	QueryMs Sample `json:"query_ms"`
+	IndexMs Sample `json:"index_ms"`
+	TotalNs Sample `json:"total_ns"`
+	// PeakRSSBytes is the peak resident set of the BenchmarkEvidence process
+	// (the Prometheus server not included).
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// SnapshotBytes is the size of the answer as a snapshot file.
+	SnapshotBytes int64 `json:"snapshot_bytes"`
+	// Suggest is the runs of `suggest -f mesh --observed snapshot` on the mesh.
+	Suggest []DiffRun `json:"suggest"`
+	// SuggestScopes is the number of resource blocks suggest wrote.
+	SuggestScopes int `json:"suggest_scopes"`
+	// PlanScopes is the number of scopes planned with and without evidence, on
+	// the mesh of that many services; the runs alternate, without first.
+	PlanScopes  int       `json:"plan_scopes"`
+	PlanWithout []PlanRun `json:"plan_without"`
+	PlanWith    []PlanRun `json:"plan_with"`
+	// PlanError is the first error of a failed plan.
+	PlanError string `json:"plan_error,omitempty"`
 }
 
 // Profiles compares internal/bench's benchmarks built against a baseline

@@ -83,7 +83,7 @@ resource "meshscope_workload_scope" "shop_web" {
   # Not suggested as dependencies:
   # - 4 requests over 7d to blocked.example.org (http) were dropped (BlackHoleCluster): blocked.example.org is
   #   not in the registry; if the workload needs it, add a ServiceEntry for it.
-  # - 1 requests over 7d to ghost.shop.svc.cluster.local (http): the inventory does not hold
+  # - 1 request over 7d to ghost.shop.svc.cluster.local (http): the inventory does not hold
   #   ghost.shop.svc.cluster.local; give its manifests with -f and run suggest again.
   # - 9 requests over 7d to other.example.org (http) went through PassthroughCluster: other.example.org is not
   #   in the registry; add a ServiceEntry for it (mTLS origination, routing and telemetry; REGISTRY_ONLY would
