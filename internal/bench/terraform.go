@@ -23,7 +23,7 @@ func TerraformScopes(dir string, m *Mesh, meshYAML []byte, kubeconfig string, fo
 
 // TerraformScopesObserved writes the offline configuration of TerraformScopes
 // (resource blocks) with traffic evidence: the provider reads the snapshot
-// (observed.json, as Mesh.ObservedSnapshot writes it) through
+// (observed.json, as internal/bench/evidence.Snapshot writes it) through
 // observed_traffic_file, in observed_traffic = "warn" mode.
 func TerraformScopesObserved(dir string, m *Mesh, meshYAML, snapshot []byte) error {
 	return terraformScopes(dir, m, meshYAML, "", false, snapshot)

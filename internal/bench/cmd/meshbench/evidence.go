@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
+	"github.com/meshscope/terraform-provider-meshscope/internal/bench/evidence"
 	"github.com/meshscope/terraform-provider-meshscope/internal/cli"
 )
 
@@ -25,9 +26,9 @@ const evidenceWindow = "7d"
 func (b *runner) evidenceRuns() (*Evidence, error) {
 	n := b.sizes.evidence
 	m := bench.Generate(bench.DefaultSpec(n))
-	e := &Evidence{Services: n, Workloads: len(m.Proxies), Series: len(m.Calls())}
+	e := &Evidence{Services: n, Workloads: len(m.Proxies), Series: len(evidence.Calls(m))}
 
-	run, lines, err := b.benchRun(b.benchBin, b.benchEnv(n, bench.PolicyNone),
+	run, lines, err := b.benchRun(b.evidenceBin, b.benchEnv(n, bench.PolicyNone),
 		"-test.bench", "^BenchmarkEvidence$", "-test.benchtime", "1x", "-test.count", fmt.Sprint(b.cfg.count), "-test.timeout", "60m")
 	if err != nil {
 		return nil, fmt.Errorf("BenchmarkEvidence (it needs prometheus and promtool: make prometheus): %w", err)
@@ -46,7 +47,7 @@ func (b *runner) evidenceRuns() (*Evidence, error) {
 	// The snapshot is evaluated at a fixed instant: BenchmarkEvidence checks
 	// that a real Prometheus answers exactly it.
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	snap, err := m.ObservedSnapshot(evidenceWindow, at)
+	snap, err := evidence.Snapshot(m, evidenceWindow, at)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (b *runner) evidencePlans(e *Evidence, dir string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	snap, err := m.ObservedSnapshot(evidenceWindow, at)
+	snap, err := evidence.Snapshot(m, evidenceWindow, at)
 	if err != nil {
 		return err
 	}

@@ -230,7 +230,9 @@ type runner struct {
 	sizes sizes
 
 	benchBin, baselineBin, istioBin, providerDir string
-	baselineErr                                  error
+	// evidenceBin is internal/bench/evidence's test binary (BenchmarkEvidence).
+	evidenceBin string
+	baselineErr error
 	// kubectlDir holds terraform-provider-kubectl, built from the Go module
 	// proxy; empty when the build failed, with kubectlErr saying why.
 	kubectlDir, kubectlErr string
@@ -258,6 +260,12 @@ func (b *runner) build() error {
 	b.benchBin = filepath.Join(b.work, "bench.test")
 	if err := b.goCmd(b.root, "test", "-c", "-o", b.benchBin, "./internal/bench"); err != nil {
 		return err
+	}
+	if b.cfg.evidence {
+		b.evidenceBin = filepath.Join(b.work, "evidence.test")
+		if err := b.goCmd(b.root, "test", "-c", "-o", b.evidenceBin, "./internal/bench/evidence"); err != nil {
+			return err
+		}
 	}
 	b.providerDir = filepath.Join(b.work, "bin")
 	if err := b.goCmd(b.root, "build", "-o", filepath.Join(b.providerDir, "terraform-provider-meshscope"), "."); err != nil {

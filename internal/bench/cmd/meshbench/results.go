@@ -238,7 +238,7 @@ type DiffRun struct {
 }
 
 // Evidence is the traffic-evidence stage: Istio's metrics for every call of
-// the mesh (bench.Mesh.Calls), queried from a real Prometheus and resolved,
+// the mesh (internal/bench/evidence.Calls), queried from a real Prometheus and resolved,
 // then the provider binary's suggest of the whole mesh, then terraform plan of
 // the scopes with and without the evidence.
 type Evidence struct {

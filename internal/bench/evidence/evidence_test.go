@@ -1,24 +1,64 @@
-package bench
+package evidence
 
 import (
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
+// The benchmark reads its meshes from $MESHSCOPE_BENCH_DIR (written by make bench), for the
+// sizes in $MESHSCOPE_BENCH_SIZES (comma-separated); without a directory it generates the
+// 100- and 1,000-service meshes.
+func benchSizes(b *testing.B) []int {
+	v := os.Getenv("MESHSCOPE_BENCH_SIZES")
+	if v == "" {
+		return []int{100, 1000}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("MESHSCOPE_BENCH_SIZES=%q: %v", v, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// inventory is the n-service mesh without Sidecars, from $MESHSCOPE_BENCH_DIR or generated.
+func inventory(b *testing.B, m *bench.Mesh) *mesh.Inventory {
+	dir := os.Getenv(bench.EnvDir)
+	if dir == "" {
+		dir = b.TempDir()
+		if _, err := bench.WriteFiles(dir, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	inv, err := bench.Load(dir, m.Spec.Services, bench.PolicyNone)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inv
+}
+
 // BenchmarkEvidence is the traffic evidence of a whole mesh from a real Prometheus: one
 // operation evaluates meshscope's query (traffic.Fetch) over the mesh's call series, every
-// workload calling every declared port of its dependencies (Mesh.Calls, about 5.75 series per
+// workload calling every declared port of its dependencies (Calls, about 5.75 series per
 // workload), and resolves the answer against the inventory (traffic.Resolve), as a plan does
 // once per provider. query-ms and index-ms split the operation. Before measuring it checks
-// that the server's answer is, series for series, Mesh.ObservedSnapshot: the file the plan and
+// that the server's answer is, series for series, Snapshot: the file the plan and
 // suggest benchmarks of make bench read in its place.
 //
 // It needs prometheus and promtool (make prometheus). Loading the series into Prometheus
@@ -26,9 +66,9 @@ import (
 func BenchmarkEvidence(b *testing.B) {
 	for _, n := range benchSizes(b) {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
-			m := Generate(DefaultSpec(n))
-			calls := m.Calls()
-			inv, _ := load(b, n, PolicyNone)
+			m := bench.Generate(bench.DefaultSpec(n))
+			calls := Calls(m)
+			inv := inventory(b, m)
 			at := testenv.EvaluationTime(time.Now())
 			// Three samples per series (0, half, Count) keep the backfill's input near 100 MB at
 			// 100,000 series; increase() at `at` is Count all the same.
@@ -49,16 +89,16 @@ func BenchmarkEvidence(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			data, err := m.ObservedSnapshot("7d", at)
+			data, err := Snapshot(m, "7d", at)
 			if err != nil {
 				b.Fatal(err)
 			}
-			file, err := traffic.ParseSnapshot("ObservedSnapshot", data)
+			file, err := traffic.ParseSnapshot("Snapshot", data)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if err := sameSeries(live.Series, file.Series); err != nil {
-				b.Fatalf("Prometheus's answer is not Mesh.ObservedSnapshot: %v", err)
+				b.Fatalf("Prometheus's answer is not Snapshot: %v", err)
 			}
 
 			var query, index time.Duration

@@ -1,10 +1,18 @@
-package bench
+// Package evidence generates Istio's standard metrics for a benchmark mesh of
+// internal/bench, for the traffic-evidence benchmarks of make bench: the
+// mesh's calls, and Prometheus's answer to meshscope's query over them as a
+// snapshot file. It is a package of its own so that internal/bench's
+// benchmarks still build against revisions older than internal/traffic (the
+// baseline of make bench).
+package evidence
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
 )
 
 // Call is one series of Istio's standard metrics for the benchmark mesh: one
@@ -33,7 +41,7 @@ func (c Call) Host() string {
 // declared port of every dependency of its app, so that the evidence agrees
 // with the declarations. Deterministic, in app, workload, dependency and port
 // order; the counts range over 10–1,009.
-func (m *Mesh) Calls() []Call {
+func Calls(m *bench.Mesh) []Call {
 	var out []Call
 	for i, a := range m.Apps {
 		for _, w := range a.Workloads {
@@ -53,16 +61,16 @@ func (m *Mesh) Calls() []Call {
 	return out
 }
 
-// ObservedSnapshot is the answer of Prometheus to meshscope's query over the
+// Snapshot is the answer of Prometheus to meshscope's query over the
 // window, evaluated at at, for Calls: the JSON of the HTTP API that
 // `terraform-provider-meshscope query` writes, which the provider's
 // observed_traffic_file and the command line's --observed read.
-func (m *Mesh) ObservedSnapshot(window string, at time.Time) ([]byte, error) {
+func Snapshot(m *bench.Mesh, window string, at time.Time) ([]byte, error) {
 	type sample struct {
 		Metric map[string]string `json:"metric"`
 		Value  [2]any            `json:"value"`
 	}
-	calls := m.Calls()
+	calls := Calls(m)
 	result := make([]sample, len(calls))
 	ts := float64(at.Unix())
 	for i, c := range calls {
