@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 // TestSuggestLivePrometheus: against a real Prometheus (Debian's 2.42, started by testenv over
 // the series of the suggest test snapshot, served over TLS), `suggest --prometheus` writes
 // exactly what `suggest --observed` writes from the snapshot the documented command saves from
-// the same server; without the server's CA, the error names --ca-certificate. It skips without
+// the same server, and so does `diff --prometheus` in every format; without the server's CA, the error names --ca-certificate. It skips without
 // the prometheus and promtool binaries (make prometheus installs them).
 func TestSuggestLivePrometheus(t *testing.T) {
 	snap, err := traffic.ReadSnapshot(suggestObserved)
@@ -69,6 +70,35 @@ func TestSuggestLivePrometheus(t *testing.T) {
 	}
 	if !strings.Contains(errs, "shop/gone") {
 		t.Errorf("stderr does not report the unknown caller:\n%s", errs)
+	}
+
+	// diff --prometheus: the same review as diff --observed from the saved answer, in every format,
+	// flagging the calls the head tree cuts.
+	head := observedHead(t)
+	for _, o := range []string{"table", "markdown", "json"} {
+		code, live, errs := run(t, "", "diff", "--base", suggestMesh, "--head", head, "--prometheus", prom.URL, "--ca-certificate", ca, "-o", o)
+		if code != ExitChanged {
+			t.Fatalf("diff --prometheus -o %s: exit %d, want 3: %s", o, code, errs)
+		}
+		_, fromFile, _ := run(t, "", "diff", "--base", suggestMesh, "--head", head, "--observed", file, "-o", o)
+		// The evidence's source is the one difference: the server's URL, or the file's path.
+		if !strings.Contains(live, prom.URL) {
+			t.Errorf("diff -o %s: --prometheus does not name its source %s:\n%s", o, prom.URL, live)
+		}
+		if live = strings.ReplaceAll(live, prom.URL, file); live != fromFile {
+			t.Errorf("diff -o %s: --prometheus and --observed of the same server differ:\n--- live\n%s\n--- file\n%s", o, live, fromFile)
+		}
+		if o == "json" {
+			var doc struct {
+				Changes []DiffRow `json:"changes"`
+			}
+			if err := json.Unmarshal([]byte(live), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Changes) != 1 || doc.Changes[0].ObservedCutCount != 3 || doc.Changes[0].ObservedCut[0].Dependency != "cart.shop" {
+				t.Errorf("diff --prometheus -o json: changes = %+v", doc.Changes)
+			}
+		}
 	}
 
 	code, out, errs := run(t, "", "suggest", "-f", suggestMesh, "--prometheus", prom.URL)
