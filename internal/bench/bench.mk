@@ -1,6 +1,7 @@
 # Benchmarks: `make bench` measures the scope floor, the predictor against Istio's own
-# config generator, terraform plan and the diff command at mesh scale, records the
-# results in internal/bench/results.json and renders docs/benchmarks.md from them.
+# config generator, terraform plan, the diff command at mesh scale and the traffic
+# evidence (a real Prometheus: `make prometheus` first), records the results in
+# internal/bench/results.json and renders docs/benchmarks.md from them.
 # Included from GNUmakefile. See internal/bench/cmd/meshbench.
 #
 #   make bench                         everything (about half an hour on 2 cores)
@@ -20,7 +21,7 @@ BENCH_FLAGS    ?=
 # Including this file never changes the default goal, wherever the include line stands.
 _BENCH_DEFAULT_GOAL := $(.DEFAULT_GOAL)
 
-bench:
+bench: prometheus
 	go run ./internal/bench/cmd/meshbench -work $(BENCH_WORK) -baseline '$(BENCH_BASELINE)' -results $(BENCH_RESULTS) -out docs/benchmarks.md $(BENCH_FLAGS)
 
 bench-render:
