@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// Hand-written cases: at least one per rule family of the reference
-// (/work/shared/reference/istio-cluster-semantics.md). Most start from the seed
+// Hand-written cases: at least one per rule family of the rule catalogue
+// (internal/predict/RULES.md). Most start from the seed
 // inventory (testdata/seed/before.yaml) and add objects. `want` is what Istio
 // itself generates (checked by TestHandWrittenIstio, so the harness and the
-// reference are both pinned down); TestHandWritten compares the CLI with Istio.
+// catalogue are both pinned down); TestHandWritten compares the CLI with Istio.
 
 const (
 	igw     = "istio-ingressgateway.istio-system.svc.cluster.local"

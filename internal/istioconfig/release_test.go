@@ -1,6 +1,7 @@
 package istioconfig
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,14 @@ func TestSwitches(t *testing.T) {
 		if tc.on(Version{1, tc.first - 1}) || !tc.on(Version{1, tc.first}) || !tc.on(Version{1, 40}) {
 			t.Errorf("%s: want off on 1.%d, on from 1.%d", tc.name, tc.first-1, tc.first)
 		}
+	}
+}
+
+// TestDefaultVersionIsNewest: the release predicted when none is given is the newest modelled
+// one, stated once as a string and once as a Version.
+func TestDefaultVersionIsNewest(t *testing.T) {
+	v, err := ParseVersion(DefaultVersion)
+	if err != nil || v != Newest || DefaultVersion != fmt.Sprintf("%d.%d", Newest.Major, Newest.Minor) {
+		t.Errorf("DefaultVersion %q parses to %v (%v); Newest is %v", DefaultVersion, v, err, Newest)
 	}
 }
