@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
@@ -68,7 +69,7 @@ func (c Call) Matches(dependency string, ports []uint32, namespace, domain strin
 		return c.Class == ClassService && strings.HasSuffix(c.Service, "."+ns)
 	}
 	if c.Class == ClassServiceEntry {
-		return dep == c.Host || (strings.HasPrefix(c.Host, "*") && strings.HasSuffix(dep, c.Host[1:]))
+		return dep == c.Host || istioconfig.HostSubsetOf(dep, c.Host)
 	}
 	switch strings.Count(dep, ".") {
 	case 0:

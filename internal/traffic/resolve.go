@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -125,13 +126,15 @@ func (e *Evidence) Empty() bool { return e.Series == 0 }
 type registry struct {
 	domain   string
 	services map[string]*mesh.Service // by FQDN
-	entries  map[string]bool          // exact ServiceEntry hosts
-	sePorts  map[string][]int         // the port numbers of each ServiceEntry host
-	wildcard []string                 // "*.example.com" ServiceEntry hosts, most specific first
+	// entries and wildcard are the ServiceEntry hosts, exact and "*.example.com", each mapped
+	// to itself, for istioconfig.MostSpecificHostMatch.
+	entries, wildcard map[string]string
+	sePorts           map[string][]int // the port numbers of each ServiceEntry host
 }
 
 func newRegistry(inv *mesh.Inventory, domain string) *registry {
-	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)), entries: map[string]bool{}, sePorts: map[string][]int{}}
+	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)),
+		entries: map[string]string{}, wildcard: map[string]string{}, sePorts: map[string][]int{}}
 	for _, s := range inv.Services {
 		r.services[s.Name+"."+s.Namespace+".svc."+domain] = s
 	}
@@ -140,15 +143,13 @@ func newRegistry(inv *mesh.Inventory, domain string) *registry {
 			for _, p := range se.Spec.GetPorts() {
 				r.sePorts[h] = append(r.sePorts[h], int(p.GetNumber()))
 			}
-			if strings.HasPrefix(h, "*") {
-				r.wildcard = append(r.wildcard, h)
+			if istioconfig.IsWildcard(h) {
+				r.wildcard[h] = h
 			} else {
-				r.entries[h] = true
+				r.entries[h] = h
 			}
 		}
 	}
-	slices.SortFunc(r.wildcard, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
-	r.wildcard = slices.Compact(r.wildcard)
 	return r
 }
 
@@ -157,13 +158,8 @@ func (r *registry) lookup(host string) (string, Class, *mesh.Service) {
 	if s, ok := r.services[host]; ok {
 		return host, ClassService, s
 	}
-	if r.entries[host] {
-		return host, ClassServiceEntry, nil
-	}
-	for _, w := range r.wildcard {
-		if strings.HasSuffix(host, w[1:]) {
-			return w, ClassServiceEntry, nil
-		}
+	if h, ok := istioconfig.MostSpecificHostMatch(host, r.entries, r.wildcard); ok {
+		return h, ClassServiceEntry, nil
 	}
 	return host, ClassUnknown, nil
 }

@@ -339,3 +339,33 @@ func TestQuantity(t *testing.T) {
 		t.Errorf("CountPhrase = %q", got)
 	}
 }
+
+// TestRegistry_MostSpecificServiceEntryHost: a host covered by two wildcard ServiceEntry hosts
+// resolves to the more specific one, an exact host beats both, as Istio's MostSpecificHostMatch.
+func TestRegistry_MostSpecificServiceEntryHost(t *testing.T) {
+	inv := inventory(t)
+	if err := inv.AddYAML("more.yaml", []byte(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: storage, namespace: shop}
+spec:
+  hosts: ["*.storage.googleapis.com", "eu.storage.googleapis.com"]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: DNS
+`)); err != nil {
+		t.Fatal(err)
+	}
+	r := newRegistry(inv, "cluster.local")
+	for host, want := range map[string]string{
+		"x.storage.googleapis.com":  "*.storage.googleapis.com",
+		"eu.storage.googleapis.com": "eu.storage.googleapis.com",
+		"pubsub.googleapis.com":     "*.googleapis.com",
+		"api.example.com":           "api.example.com",
+	} {
+		if got, class, _ := r.lookup(host); got != want || class != ClassServiceEntry {
+			t.Errorf("lookup(%q) = %q, %s; want %q, %s", host, got, class, want, ClassServiceEntry)
+		}
+	}
+	if got, class, _ := r.lookup("example.org"); got != "example.org" || class != ClassUnknown {
+		t.Errorf("lookup(example.org) = %q, %s; want unknown", got, class)
+	}
+}
