@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,10 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
-	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -26,10 +23,8 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	base := fs.String("base", "", "manifest directory or file before the change")
 	head := fs.String("head", "", "manifest directory or file after the change")
 	out := fs.String("o", "table", "output: table, markdown or json")
-	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
-	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
+	pf := addPredictFlags(fs)
 	hostLimit := fs.Int("host-limit", DefaultHostLimit, "most hosts (and, in json, clusters) listed per workload and direction; the counts are always full; 0 lists all")
-	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
 	full := fs.Bool("full", false, "markdown: every changed workload, not the largest changes that fit a pull-request comment")
 	evf := addEvidenceFlags(fs, "flags the observed calls the head tree's Sidecars would cut")
 	fs.Usage = func() {
@@ -41,19 +36,15 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage (cut calls alone do not change it).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK
-		}
-		return ExitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *base == "" || *head == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "diff needs --base PATH and --head PATH and no other arguments")
 		return ExitUsage
 	}
-	if *out != "table" && *out != "markdown" && *out != "json" {
-		fmt.Fprintf(stderr, "output %q is not one of table, markdown, json\n", *out)
-		return ExitUsage
+	if code := checkOutput(*out, stderr, "table", "markdown", "json"); code != ExitOK {
+		return code
 	}
 	if *hostLimit < 0 {
 		fmt.Fprintf(stderr, "--host-limit %d: give a number of hosts, or 0 for all\n", *hostLimit)
@@ -66,14 +57,11 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "stdin can be read once: give - for only one of --base and --head")
 		return ExitUsage
 	}
-	if code := checkDomainSuffix(*domain, stderr); code != ExitOK {
+	if code := pf.check(stderr); code != ExitOK {
 		return code
 	}
-	opts := predict.Options{IstioVersion: *ver, DomainSuffix: *domain}
-	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
-		return code
-	}
-	prog := newProgress(stderr, *quiet)
+	opts := pf.options()
+	prog := pf.progress(stderr)
 	load := func(which, path string) (*predict.Predictor, *mesh.Inventory, int) {
 		inv, code := loadInventory([]string{path}, stdin, stderr, which+": ", prog)
 		if code != ExitOK {
@@ -97,18 +85,12 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The observed calls are the head tree's workloads' calls, to the head tree's hosts.
 	var ev *diffEvidence
 	if evf.given() {
-		start := time.Now()
-		snap, code := evf.snapshot(context.Background(), stderr)
-		if code != ExitOK {
-			return code
-		}
-		prog.done(start, "read %d series from %s", len(snap.Series), snap.Source)
-		resolved, code := resolveEvidence(snap, headInv, *domain, stderr)
+		resolved, code := evf.evidence(headInv, *pf.domainSuffix, prog, stderr)
 		if code != ExitOK {
 			return code
 		}
 		reportUnknown(resolved, nil, stderr)
-		ev = &diffEvidence{Evidence: resolved, route: newRoutability(headInv, scope.Options{DomainSuffix: *domain, IstioVersion: *ver})}
+		ev = &diffEvidence{Evidence: resolved, route: newRoutability(headInv, pf.scopeOptions())}
 	}
 	var changed int
 	var err error
