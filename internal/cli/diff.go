@@ -2,12 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -233,16 +233,9 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 	changed := map[string]bool{}
 	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
 		changed[r.Namespace+"/"+r.Workload] = true
-		b, err := json.MarshalIndent(r, "    ", "  ")
-		if err != nil {
+		if err := writeJSONItem(bw, "    ", n == 0, r); err != nil {
 			return err
 		}
-		sep := "\n    "
-		if n > 0 {
-			sep = ",\n    "
-		}
-		_, _ = bw.WriteString(sep)
-		_, _ = bw.Write(b)
 		n++
 		return nil
 	})
@@ -260,16 +253,9 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, ev.Series)
 		m := 0
 		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error {
-			b, err := json.MarshalIndent(r, "      ", "  ")
-			if err != nil {
+			if err := writeJSONItem(bw, "      ", m == 0, r); err != nil {
 				return err
 			}
-			sep := "\n      "
-			if m > 0 {
-				sep = ",\n      "
-			}
-			_, _ = bw.WriteString(sep)
-			_, _ = bw.Write(b)
 			m++
 			return nil
 		})
@@ -283,6 +269,22 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 	}
 	_, _ = bw.WriteString("\n}\n")
 	return n, bw.Flush()
+}
+
+// writeJSONItem writes v, indented by indent, as the next item of the JSON array bw is
+// writing: the first item goes on a new line, any other after a comma.
+func writeJSONItem(bw *bufio.Writer, indent string, first bool, v any) error {
+	b, err := json.MarshalIndent(v, indent, "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n" + indent
+	if first {
+		sep = "\n" + indent
+	}
+	_, _ = bw.WriteString(sep)
+	_, _ = bw.Write(b)
+	return nil
 }
 
 // EachDiff predicts every workload of both inventories and calls fn with each whose cluster
@@ -319,15 +321,8 @@ func eachDiff(base, head *predict.Predictor, limit int, ev *diffEvidence, fn fun
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.ns != b.ns {
-			return a.ns < b.ns
-		}
-		if a.name != b.name {
-			return a.name < b.name
-		}
-		return a.kind < b.kind
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
 	})
 	reviewer := predict.NewReviewer(base, head)
 	for _, k := range keys {
