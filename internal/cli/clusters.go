@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -17,9 +16,12 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
+const clustersUsage = `Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
+PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for stdin.
+`
+
 func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("clusters", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("clusters", clustersUsage, stderr)
 	var files stringList
 	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
 	ns := fs.String("namespace", "", "namespace of the proxy")
@@ -27,11 +29,6 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pod := fs.String("pod", "", "take namespace and labels from this Pod or workload of the inventory: NS/NAME")
 	out := fs.String("o", "table", "output: table, names or json")
 	pf := addPredictFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]")
-		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for stdin.")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
@@ -50,11 +47,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "--pod cannot be combined with --namespace or --labels")
 		return ExitUsage
 	}
-	if code := pf.check(stderr); code != ExitOK {
-		return code
-	}
-	prog := pf.progress(stderr)
-	inv, code := loadInventory(files, stdin, stderr, "", prog)
+	inv, prog, code := pf.loadInventory(files, stdin, stderr)
 	if code != ExitOK {
 		return code
 	}

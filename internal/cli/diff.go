@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -17,9 +16,16 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
+const diffUsage = `Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]
+         [--prometheus URL [--bearer-token-env NAME] [--header NAME=VALUE ...] [--ca-certificate FILE] [--insecure] [--timeout D] | --observed FILE] [--window W]
+PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - reads stdin (for one of the two).
+With --prometheus or --observed, every workload's observed calls that the head tree's Sidecars would cut are flagged,
+those this change cuts (new) and those cut today already, also for workloads whose cluster list does not change.
+Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage (cut calls alone do not change it).
+`
+
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("diff", diffUsage, stderr)
 	base := fs.String("base", "", "manifest directory or file before the change")
 	head := fs.String("head", "", "manifest directory or file after the change")
 	out := fs.String("o", "table", "output: table, markdown or json")
@@ -27,15 +33,6 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	hostLimit := fs.Int("host-limit", DefaultHostLimit, "most hosts (and, in json, clusters) listed per workload and direction; the counts are always full; 0 lists all")
 	full := fs.Bool("full", false, "markdown: every changed workload, not the largest changes that fit a pull-request comment")
 	evf := addEvidenceFlags(fs, "flags the observed calls the head tree's Sidecars would cut")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]")
-		fmt.Fprintln(stderr, "         [--prometheus URL [--bearer-token-env NAME] [--header NAME=VALUE ...] [--ca-certificate FILE] [--insecure] [--timeout D] | --observed FILE] [--window W]")
-		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - reads stdin (for one of the two).")
-		fmt.Fprintln(stderr, "With --prometheus or --observed, every workload's observed calls that the head tree's Sidecars would cut are flagged,")
-		fmt.Fprintln(stderr, "those this change cuts (new) and those cut today already, also for workloads whose cluster list does not change.")
-		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage (cut calls alone do not change it).")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -229,16 +226,13 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 	// no checks of their own.
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\n  \"schema_version\": %d,\n  \"changes\": [", JSONSchemaVersion)
-	n := 0
+	changes := &jsonArray{w: bw, indent: "    "}
 	changed := map[string]bool{}
 	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
 		changed[r.Namespace+"/"+r.Workload] = true
-		if err := writeJSONItem(bw, "    ", n == 0, r); err != nil {
-			return err
-		}
-		n++
-		return nil
+		return changes.add(r)
 	})
+	n := changes.n
 	if err != nil {
 		return n, err
 	}
@@ -251,14 +245,9 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 		src, _ := json.Marshal(ev.Source)
 		win, _ := json.Marshal(ev.Window)
 		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, ev.Series)
-		m := 0
-		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error {
-			if err := writeJSONItem(bw, "      ", m == 0, r); err != nil {
-				return err
-			}
-			m++
-			return nil
-		})
+		cuts := &jsonArray{w: bw, indent: "      "}
+		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error { return cuts.add(r) })
+		m := cuts.n
 		if err != nil {
 			return n, err
 		}
@@ -271,19 +260,26 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 	return n, bw.Flush()
 }
 
-// writeJSONItem writes v, indented by indent, as the next item of the JSON array bw is
-// writing: the first item goes on a new line, any other after a comma.
-func writeJSONItem(bw *bufio.Writer, indent string, first bool, v any) error {
-	b, err := json.MarshalIndent(v, indent, "  ")
+// jsonArray streams the items of a JSON array to w, each on a new line, indented by indent.
+type jsonArray struct {
+	w      *bufio.Writer
+	indent string
+	n      int // items written
+}
+
+// add writes v as the next item.
+func (a *jsonArray) add(v any) error {
+	b, err := json.MarshalIndent(v, a.indent, "  ")
 	if err != nil {
 		return err
 	}
-	sep := ",\n" + indent
-	if first {
-		sep = "\n" + indent
+	sep := ",\n" + a.indent
+	if a.n == 0 {
+		sep = "\n" + a.indent
 	}
-	_, _ = bw.WriteString(sep)
-	_, _ = bw.Write(b)
+	_, _ = a.w.WriteString(sep)
+	_, _ = a.w.Write(b)
+	a.n++
 	return nil
 }
 

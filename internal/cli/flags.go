@@ -13,12 +13,12 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
-// newFlagSet returns the flag set of a command whose -h prints usage, then its flags.
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet returns the flag set of a command whose -h prints header, then its flags.
+func newFlagSet(name, header string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage+"\nFlags:\n")
+		fmt.Fprint(stderr, header)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -93,6 +93,16 @@ func (f predictFlags) options() predict.Options {
 // scopeOptions are the options of the scopes the flags give.
 func (f predictFlags) scopeOptions() scope.Options {
 	return scope.Options{DomainSuffix: *f.domainSuffix, IstioVersion: *f.version}
+}
+
+// loadInventory validates the flags, then reads the manifests of files as loadInventory does.
+func (f predictFlags) loadInventory(files []string, stdin io.Reader, stderr io.Writer) (*mesh.Inventory, progress, int) {
+	if code := f.check(stderr); code != ExitOK {
+		return nil, progress{}, code
+	}
+	prog := f.progress(stderr)
+	inv, code := loadInventory(files, stdin, stderr, "", prog)
+	return inv, prog, code
 }
 
 func (f predictFlags) progress(stderr io.Writer) progress {

@@ -17,7 +17,7 @@ window it was written for.
 `
 
 func runQuery(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("query", queryUsage, stderr)
+	fs := newFlagSet("query", queryUsage+"\nFlags:\n", stderr)
 	window := fs.String("window", traffic.DefaultWindow, "how far back the query looks, a Prometheus duration (7d, 36h)")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code

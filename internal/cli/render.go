@@ -29,7 +29,7 @@ Exit status: 0 written or up to date, 3 --check found DIR out of date, 1 bad inp
 `
 
 func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("render", renderUsage, stderr)
+	fs := newFlagSet("render", renderUsage+"\nFlags:\n", stderr)
 	var files, envs stringList
 	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
 	fs.Var(&envs, "env", "environment to render (repeatable)")

@@ -31,7 +31,7 @@ Exit status: 0 written, 1 bad input (also: no Istio series in the window, no cal
 `
 
 func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("suggest", suggestUsage, stderr)
+	fs := newFlagSet("suggest", suggestUsage+"\nFlags:\n", stderr)
 	var files, namespaces stringList
 	fs.Var(&files, "f", "manifest file or directory of the inventory (repeatable; - reads stdin)")
 	fs.Var(&namespaces, "namespace", "suggest for the workloads of this namespace only (repeatable)")
@@ -52,11 +52,7 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code := checkOutput(*out, stderr, "hcl", "tf.json"); code != ExitOK {
 		return code
 	}
-	if code := pf.check(stderr); code != ExitOK {
-		return code
-	}
-	prog := pf.progress(stderr)
-	inv, code := loadInventory(files, stdin, stderr, "", prog)
+	inv, prog, code := pf.loadInventory(files, stdin, stderr)
 	if code != ExitOK {
 		return code
 	}
