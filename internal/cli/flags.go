@@ -48,6 +48,15 @@ func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) (code int
 	return ExitOK, true
 }
 
+// checkFiles refuses a command without -f PATH; hint says what to give.
+func checkFiles(files []string, stderr io.Writer, hint string) int {
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "missing -f PATH: "+hint)
+		return ExitUsage
+	}
+	return ExitOK
+}
+
 // checkOutput refuses an -o that is not one of formats.
 func checkOutput(out string, stderr io.Writer, formats ...string) int {
 	if !slices.Contains(formats, out) {

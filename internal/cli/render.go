@@ -40,9 +40,8 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "missing -f PATH: give at least one manifest file or directory")
-		return ExitUsage
+	if code := checkFiles(files, stderr, "give at least one manifest file or directory"); code != ExitOK {
+		return code
 	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "missing --out DIR: give the directory to write")

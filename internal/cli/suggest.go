@@ -45,9 +45,8 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code := evf.check(true, stderr); code != ExitOK {
 		return code
 	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "missing -f PATH: give the manifests of the inventory (files or directories), as for clusters")
-		return ExitUsage
+	if code := checkFiles(files, stderr, "give the manifests of the inventory (files or directories), as for clusters"); code != ExitOK {
+		return code
 	}
 	if code := checkOutput(*out, stderr, "hcl", "tf.json"); code != ExitOK {
 		return code
