@@ -286,10 +286,7 @@ func (b *runner) build() error {
 // revision's packages: the revision's tree, with this tree's internal/bench.
 func (b *runner) buildBaseline() error {
 	src := filepath.Join(b.work, "baseline-src")
-	if err := os.RemoveAll(src); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(src, 0o755); err != nil {
+	if err := emptyDir(src); err != nil {
 		return err
 	}
 	archive := exec.Command("sh", "-c", fmt.Sprintf("git archive %s | tar -x -C %s", shellQuote(b.cfg.baseline), shellQuote(src)))
@@ -316,6 +313,14 @@ func (b *runner) buildBaseline() error {
 	}
 	b.baselineBin = filepath.Join(b.work, "bench-baseline.test")
 	return b.goCmd(src, "test", "-c", "-o", b.baselineBin, "./internal/bench")
+}
+
+// emptyDir makes dir an empty directory, removing what it held.
+func emptyDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
