@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -13,46 +12,31 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
-	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
+const clustersUsage = `Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
+PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for stdin.
+`
+
 func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("clusters", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("clusters", clustersUsage, stderr)
 	var files stringList
 	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
 	ns := fs.String("namespace", "", "namespace of the proxy")
 	lbls := fs.String("labels", "", "pod labels of the proxy, k=v[,k=v]")
 	pod := fs.String("pod", "", "take namespace and labels from this Pod or workload of the inventory: NS/NAME")
 	out := fs.String("o", "table", "output: table, names or json")
-	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
-	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
-	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]")
-		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for stdin.")
-		fs.PrintDefaults()
+	pf := addPredictFlags(fs)
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK
-		}
-		return ExitUsage
+	if code := checkFiles(files, stderr, "give at least one manifest file or directory"); code != ExitOK {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
-	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "missing -f PATH: give at least one manifest file or directory")
-		return ExitUsage
-	}
-	if *out != "table" && *out != "names" && *out != "json" {
-		fmt.Fprintf(stderr, "output %q is not one of table, names, json\n", *out)
-		return ExitUsage
+	if code := checkOutput(*out, stderr, "table", "names", "json"); code != ExitOK {
+		return code
 	}
 	if *pod == "" && *ns == "" {
 		fmt.Fprintln(stderr, "missing --namespace (or --pod NS/NAME)")
@@ -62,14 +46,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "--pod cannot be combined with --namespace or --labels")
 		return ExitUsage
 	}
-	if code := checkDomainSuffix(*domain, stderr); code != ExitOK {
-		return code
-	}
-	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
-		return code
-	}
-	prog := newProgress(stderr, *quiet)
-	inv, code := loadInventory(files, stdin, stderr, "", prog)
+	inv, prog, code := pf.loadInventory(files, stdin, stderr)
 	if code != ExitOK {
 		return code
 	}
@@ -114,7 +91,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		proxy.Labels = l
 	}
 	indexStart := time.Now()
-	p, err := predict.New(inv, predict.Options{IstioVersion: *ver, DomainSuffix: *domain})
+	p, err := predict.New(inv, pf.options())
 	prog.done(indexStart, "indexed the inventory")
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

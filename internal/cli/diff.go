@@ -2,58 +2,46 @@ package cli
 
 import (
 	"bufio"
-	"context"
+	"cmp"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
-	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
+const diffUsage = `Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]
+         [--prometheus URL [--bearer-token-env NAME] [--header NAME=VALUE ...] [--ca-certificate FILE] [--insecure] [--timeout D] | --observed FILE] [--window W]
+PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - reads stdin (for one of the two).
+With --prometheus or --observed, every workload's observed calls that the head tree's Sidecars would cut are flagged,
+those this change cuts (new) and those cut today already, also for workloads whose cluster list does not change.
+Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage (cut calls alone do not change it).
+`
+
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("diff", diffUsage, stderr)
 	base := fs.String("base", "", "manifest directory or file before the change")
 	head := fs.String("head", "", "manifest directory or file after the change")
 	out := fs.String("o", "table", "output: table, markdown or json")
-	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
-	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
+	pf := addPredictFlags(fs)
 	hostLimit := fs.Int("host-limit", DefaultHostLimit, "most hosts (and, in json, clusters) listed per workload and direction; the counts are always full; 0 lists all")
-	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
 	full := fs.Bool("full", false, "markdown: every changed workload, not the largest changes that fit a pull-request comment")
 	evf := addEvidenceFlags(fs, "flags the observed calls the head tree's Sidecars would cut")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]")
-		fmt.Fprintln(stderr, "         [--prometheus URL [--bearer-token-env NAME] [--header NAME=VALUE ...] [--ca-certificate FILE] [--insecure] [--timeout D] | --observed FILE] [--window W]")
-		fmt.Fprintln(stderr, "PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - reads stdin (for one of the two).")
-		fmt.Fprintln(stderr, "With --prometheus or --observed, every workload's observed calls that the head tree's Sidecars would cut are flagged,")
-		fmt.Fprintln(stderr, "those this change cuts (new) and those cut today already, also for workloads whose cluster list does not change.")
-		fmt.Fprintln(stderr, "Exit status: 0 no change, 3 changes, 1 errors, 2 bad usage (cut calls alone do not change it).")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK
-		}
-		return ExitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *base == "" || *head == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "diff needs --base PATH and --head PATH and no other arguments")
 		return ExitUsage
 	}
-	if *out != "table" && *out != "markdown" && *out != "json" {
-		fmt.Fprintf(stderr, "output %q is not one of table, markdown, json\n", *out)
-		return ExitUsage
+	if code := checkOutput(*out, stderr, "table", "markdown", "json"); code != ExitOK {
+		return code
 	}
 	if *hostLimit < 0 {
 		fmt.Fprintf(stderr, "--host-limit %d: give a number of hosts, or 0 for all\n", *hostLimit)
@@ -66,14 +54,11 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "stdin can be read once: give - for only one of --base and --head")
 		return ExitUsage
 	}
-	if code := checkDomainSuffix(*domain, stderr); code != ExitOK {
+	if code := pf.check(stderr); code != ExitOK {
 		return code
 	}
-	opts := predict.Options{IstioVersion: *ver, DomainSuffix: *domain}
-	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
-		return code
-	}
-	prog := newProgress(stderr, *quiet)
+	opts := pf.options()
+	prog := pf.progress(stderr)
 	load := func(which, path string) (*predict.Predictor, *mesh.Inventory, int) {
 		inv, code := loadInventory([]string{path}, stdin, stderr, which+": ", prog)
 		if code != ExitOK {
@@ -97,18 +82,12 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The observed calls are the head tree's workloads' calls, to the head tree's hosts.
 	var ev *diffEvidence
 	if evf.given() {
-		start := time.Now()
-		snap, code := evf.snapshot(context.Background(), stderr)
-		if code != ExitOK {
-			return code
-		}
-		prog.done(start, "read %d series from %s", len(snap.Series), snap.Source)
-		resolved, code := resolveEvidence(snap, headInv, *domain, stderr)
+		resolved, code := evf.evidence(headInv, *pf.domainSuffix, prog, stderr)
 		if code != ExitOK {
 			return code
 		}
 		reportUnknown(resolved, nil, stderr)
-		ev = &diffEvidence{Evidence: resolved, route: newRoutability(headInv, scope.Options{DomainSuffix: *domain, IstioVersion: *ver})}
+		ev = &diffEvidence{Evidence: resolved, route: newRoutability(headInv, pf.scopeOptions())}
 	}
 	var changed int
 	var err error
@@ -247,23 +226,13 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 	// no checks of their own.
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\n  \"schema_version\": %d,\n  \"changes\": [", JSONSchemaVersion)
-	n := 0
+	changes := &jsonArray{w: bw, indent: "    "}
 	changed := map[string]bool{}
 	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
 		changed[r.Namespace+"/"+r.Workload] = true
-		b, err := json.MarshalIndent(r, "    ", "  ")
-		if err != nil {
-			return err
-		}
-		sep := "\n    "
-		if n > 0 {
-			sep = ",\n    "
-		}
-		_, _ = bw.WriteString(sep)
-		_, _ = bw.Write(b)
-		n++
-		return nil
+		return changes.add(r)
 	})
+	n := changes.n
 	if err != nil {
 		return n, err
 	}
@@ -276,21 +245,9 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 		src, _ := json.Marshal(ev.Source)
 		win, _ := json.Marshal(ev.Window)
 		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, ev.Series)
-		m := 0
-		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error {
-			b, err := json.MarshalIndent(r, "      ", "  ")
-			if err != nil {
-				return err
-			}
-			sep := "\n      "
-			if m > 0 {
-				sep = ",\n      "
-			}
-			_, _ = bw.WriteString(sep)
-			_, _ = bw.Write(b)
-			m++
-			return nil
-		})
+		cuts := &jsonArray{w: bw, indent: "      "}
+		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error { return cuts.add(r) })
+		m := cuts.n
 		if err != nil {
 			return n, err
 		}
@@ -301,6 +258,29 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 	}
 	_, _ = bw.WriteString("\n}\n")
 	return n, bw.Flush()
+}
+
+// jsonArray streams the items of a JSON array to w, each on a new line, indented by indent.
+type jsonArray struct {
+	w      *bufio.Writer
+	indent string
+	n      int // items written
+}
+
+// add writes v as the next item.
+func (a *jsonArray) add(v any) error {
+	b, err := json.MarshalIndent(v, a.indent, "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n" + a.indent
+	if a.n == 0 {
+		sep = "\n" + a.indent
+	}
+	_, _ = a.w.WriteString(sep)
+	_, _ = a.w.Write(b)
+	a.n++
+	return nil
 }
 
 // EachDiff predicts every workload of both inventories and calls fn with each whose cluster
@@ -337,15 +317,8 @@ func eachDiff(base, head *predict.Predictor, limit int, ev *diffEvidence, fn fun
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.ns != b.ns {
-			return a.ns < b.ns
-		}
-		if a.name != b.name {
-			return a.name < b.name
-		}
-		return a.kind < b.kind
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
 	})
 	reviewer := predict.NewReviewer(base, head)
 	for _, k := range keys {

@@ -219,6 +219,18 @@ func evidenceError(err error) string {
 	return msg
 }
 
+// evidence reads the snapshot of the flags' source and maps it onto the inventory, as
+// resolveEvidence does.
+func (e *evidenceFlags) evidence(inv *mesh.Inventory, domain string, prog progress, stderr io.Writer) (*traffic.Evidence, int) {
+	start := time.Now()
+	snap, code := e.snapshot(context.Background(), stderr)
+	if code != ExitOK {
+		return nil, code
+	}
+	prog.done(start, "read %d series from %s", len(snap.Series), snap.Source)
+	return resolveEvidence(snap, inv, domain, stderr)
+}
+
 // resolveEvidence maps the snapshot onto the inventory and refuses evidence that holds nothing:
 // an answer without a single Istio series is no evidence, not "no traffic".
 func resolveEvidence(snap *traffic.Snapshot, inv *mesh.Inventory, domain string, stderr io.Writer) (*traffic.Evidence, int) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -18,22 +17,10 @@ window it was written for.
 `
 
 func runQuery(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("query", queryUsage+"\nFlags:\n", stderr)
 	window := fs.String("window", traffic.DefaultWindow, "how far back the query looks, a Prometheus duration (7d, 36h)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, queryUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
+		return code
 	}
 	if _, err := traffic.ParseWindow(*window); err != nil {
 		fmt.Fprintf(stderr, "--window: %v\n", err)

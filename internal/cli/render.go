@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,32 +29,19 @@ Exit status: 0 written or up to date, 3 --check found DIR out of date, 1 bad inp
 `
 
 func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("render", renderUsage+"\nFlags:\n", stderr)
 	var files, envs stringList
 	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
 	fs.Var(&envs, "env", "environment to render (repeatable)")
 	out := fs.String("out", "", "directory to write the layout into")
 	settingsFile := fs.String("settings", "", "YAML or JSON file with environments and argocd settings")
 	check := fs.Bool("check", false, "write nothing; exit 3 when DIR is not what render would write")
-	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, renderUsage+"\nFlags:\n")
-		fs.PrintDefaults()
+	quiet := addQuietFlag(fs)
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
-	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "missing -f PATH: give at least one manifest file or directory")
-		return ExitUsage
+	if code := checkFiles(files, stderr, "give at least one manifest file or directory"); code != ExitOK {
+		return code
 	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "missing --out DIR: give the directory to write")

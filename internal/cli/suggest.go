@@ -2,17 +2,13 @@ package cli
 
 import (
 	"bufio"
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"time"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
-	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
 const suggestUsage = `Usage: terraform-provider-meshscope suggest (--prometheus URL | --observed FILE) -f PATH [-f PATH ...] [--namespace NS ...] [-o hcl|tf.json] [--window W] [--import=false] [--istio-version V] [--domain-suffix S]
@@ -35,63 +31,34 @@ Exit status: 0 written, 1 bad input (also: no Istio series in the window, no cal
 `
 
 func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("suggest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("suggest", suggestUsage+"\nFlags:\n", stderr)
 	var files, namespaces stringList
 	fs.Var(&files, "f", "manifest file or directory of the inventory (repeatable; - reads stdin)")
 	fs.Var(&namespaces, "namespace", "suggest for the workloads of this namespace only (repeatable)")
 	out := fs.String("o", "hcl", "output: hcl or tf.json")
 	imports := fs.Bool("import", true, "write an import block for each Sidecar of the inventory a scope adopts (import needs the provider's kubernetes block)")
-	ver := fs.String("istio-version", istioconfig.DefaultVersion, "Istio release whose behaviour to predict, MAJOR.MINOR")
-	domain := fs.String("domain-suffix", mesh.DefaultDomainSuffix, "cluster domain suffix")
-	quiet := fs.Bool("quiet", false, "do not report slow steps (over 2s) on stderr")
+	pf := addPredictFlags(fs)
 	evf := addEvidenceFlags(fs, "the calls to suggest from")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, suggestUsage+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
+		return code
 	}
 	if code := evf.check(true, stderr); code != ExitOK {
 		return code
 	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "missing -f PATH: give the manifests of the inventory (files or directories), as for clusters")
-		return ExitUsage
-	}
-	if *out != "hcl" && *out != "tf.json" {
-		fmt.Fprintf(stderr, "output %q is not one of hcl, tf.json\n", *out)
-		return ExitUsage
-	}
-	if code := checkDomainSuffix(*domain, stderr); code != ExitOK {
+	if code := checkFiles(files, stderr, "give the manifests of the inventory (files or directories), as for clusters"); code != ExitOK {
 		return code
 	}
-	if code := checkIstioVersion(*ver, stderr); code != ExitOK {
+	if code := checkOutput(*out, stderr, "hcl", "tf.json"); code != ExitOK {
 		return code
 	}
-	prog := newProgress(stderr, *quiet)
-	inv, code := loadInventory(files, stdin, stderr, "", prog)
+	inv, prog, code := pf.loadInventory(files, stdin, stderr)
 	if code != ExitOK {
 		return code
 	}
 	if code := checkNamespaces(namespaces, inv, stderr); code != ExitOK {
 		return code
 	}
-	start := time.Now()
-	snap, code := evf.snapshot(context.Background(), stderr)
-	if code != ExitOK {
-		return code
-	}
-	prog.done(start, "read %d series from %s", len(snap.Series), snap.Source)
-	ev, code := resolveEvidence(snap, inv, *domain, stderr)
+	ev, code := evf.evidence(inv, *pf.domainSuffix, prog, stderr)
 	if code != ExitOK {
 		return code
 	}
@@ -101,8 +68,8 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	reportUnknown(ev, keep, stderr)
 
-	start = time.Now()
-	pred, err := predict.New(inv, predict.Options{IstioVersion: *ver, DomainSuffix: *domain})
+	start := time.Now()
+	pred, err := predict.New(inv, pf.options())
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitError
@@ -123,7 +90,7 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	slices.Sort(order)
 
 	start = time.Now()
-	pl := newPlanner(inv, pred, ev, scope.Options{DomainSuffix: *domain, IstioVersion: *ver}, *imports, stderr)
+	pl := newPlanner(inv, pred, ev, pf.scopeOptions(), *imports, stderr)
 	bw := bufio.NewWriter(stdout)
 	var sw suggestionWriter
 	if *out == "tf.json" {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -615,14 +616,8 @@ func capped(l []string, n int) []string {
 // quoteList joins at most noteLimit names, then counts the rest.
 func quoteList(l []string) string { return strings.Join(capped(l, noteLimit), ", ") }
 
-func sortedKeysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+// sortedKeysOf is the keys of m, sorted.
+func sortedKeysOf[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func them(n int) string {
 	if n == 1 {

@@ -1,12 +1,10 @@
 package gitops
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"path"
 	"regexp"
@@ -14,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -190,25 +187,20 @@ func checkPatch(p Patch) error {
 // splitYAML returns each non-empty document of a YAML (or JSON) stream as JSON.
 func splitYAML(data []byte) ([][]byte, error) {
 	var out [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
+	i, err := eachDocument(data, func(_ int, doc []byte) error {
 		js, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return err
 		}
-		js = bytes.TrimSpace(js)
-		if len(js) == 0 || bytes.Equal(js, []byte("null")) {
-			continue
+		if js = bytes.TrimSpace(js); len(js) > 0 && !bytes.Equal(js, []byte("null")) {
+			out = append(out, js)
 		}
-		out = append(out, js)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("document %d: %w", i, err)
 	}
+	return out, nil
 }
 
 func checkArgoCD(a ArgoCD, envs []string, probs *problems) {

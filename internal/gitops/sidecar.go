@@ -60,27 +60,43 @@ var sidecarVersions = map[string]bool{
 // *mesh.DocumentError values naming the source and the document's index.
 func ParseSidecars(source string, data []byte, strict bool) ([]*Sidecar, error) {
 	var out []*Sidecar
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for idx := 0; ; idx++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, &mesh.DocumentError{Source: source, Index: idx, Err: err}
-		}
+	idx, err := eachDocument(data, func(idx int, doc []byte) error {
 		sc, err := parseDocument(doc, strict)
 		if err != nil {
-			var de *mesh.DocumentError
-			if errors.As(err, &de) {
-				de.Source, de.Index = source, idx
-				return nil, de
-			}
-			return nil, &mesh.DocumentError{Source: source, Index: idx, Err: err}
+			return err
 		}
 		if sc != nil {
 			sc.Source = fmt.Sprintf("%s document %d", source, idx)
 			out = append(out, sc)
+		}
+		return nil
+	})
+	if err != nil {
+		var de *mesh.DocumentError
+		if errors.As(err, &de) {
+			de.Source, de.Index = source, idx
+			return nil, de
+		}
+		return nil, &mesh.DocumentError{Source: source, Index: idx, Err: err}
+	}
+	return out, nil
+}
+
+// eachDocument calls fn with the index and the text of each document of a YAML (or JSON)
+// stream, as Kubernetes' YAML reader splits it. It stops at the first document that cannot be
+// read or that fn returns an error for, and returns that document's index with the error.
+func eachDocument(data []byte, fn func(i int, doc []byte) error) (int, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return i, nil
+		}
+		if err == nil {
+			err = fn(i, doc)
+		}
+		if err != nil {
+			return i, err
 		}
 	}
 }

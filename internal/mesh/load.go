@@ -236,27 +236,27 @@ func (inv *Inventory) add(o object) {
 	case o.namespace != nil:
 		inv.Namespaces[o.namespace.Name] = o.namespace
 	case o.service != nil:
-		inv.stamp(&o.service.Meta)
-		inv.Services = upsert(inv.Services, o.service, &inv.pos.services)
+		addObject(inv, &inv.Services, o.service, &inv.pos.services)
 	case o.workload != nil:
-		inv.stamp(&o.workload.Meta)
-		inv.Workloads = upsert(inv.Workloads, o.workload, &inv.pos.workloads)
+		addObject(inv, &inv.Workloads, o.workload, &inv.pos.workloads)
 	case o.serviceEntry != nil:
-		inv.stamp(&o.serviceEntry.Meta)
-		inv.ServiceEntries = upsert(inv.ServiceEntries, o.serviceEntry, &inv.pos.serviceEntries)
+		addObject(inv, &inv.ServiceEntries, o.serviceEntry, &inv.pos.serviceEntries)
 	case o.destinationRule != nil:
-		inv.stamp(&o.destinationRule.Meta)
-		inv.DestinationRules = upsert(inv.DestinationRules, o.destinationRule, &inv.pos.destinationRules)
+		addObject(inv, &inv.DestinationRules, o.destinationRule, &inv.pos.destinationRules)
 	case o.virtualService != nil:
-		inv.stamp(&o.virtualService.Meta)
-		inv.VirtualServices = upsert(inv.VirtualServices, o.virtualService, &inv.pos.virtualServices)
+		addObject(inv, &inv.VirtualServices, o.virtualService, &inv.pos.virtualServices)
 	case o.sidecar != nil:
-		inv.stamp(&o.sidecar.Meta)
-		inv.Sidecars = upsert(inv.Sidecars, o.sidecar, &inv.pos.sidecars)
+		addObject(inv, &inv.Sidecars, o.sidecar, &inv.pos.sidecars)
 	case o.mesh != nil:
 		inv.Mesh = *o.mesh
 		inv.meshSet = true
 	}
+}
+
+// addObject stamps obj with its creation order and upserts it into *list.
+func addObject[T interface{ meta() *Meta }](inv *Inventory, list *[]T, obj T, ix **listIndex) {
+	inv.stamp(obj.meta())
+	*list = upsert(*list, obj, ix)
 }
 
 type envelope struct {

@@ -484,15 +484,8 @@ func (p *Predictor) WorkloadProxies() []WorkloadProxy {
 	for _, w := range p.ix.inv.Workloads {
 		out = append(out, WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.PodLabels})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.Kind < b.Kind
+	slices.SortStableFunc(out, func(a, b WorkloadProxy) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out
 }

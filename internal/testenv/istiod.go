@@ -116,24 +116,9 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 		}
 	})
 
-	deadline := time.Now().Add(PushTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := ready(ctx, "http://"+ist.HTTPAddr+"/ready")
-		cancel()
-		if err == nil {
-			break
-		}
-		select {
-		case werr := <-exited:
-			exited <- werr
-			t.Fatalf("private istiod exited during startup (%v); log %s:\n%s", werr, ist.Log, tail(ist.Log, 40))
-		case <-time.After(250 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("private istiod not ready after %s; log %s:\n%s", PushTimeout, ist.Log, tail(ist.Log, 40))
-		}
-	}
+	awaitReady(t, "private istiod", ist.Log, exited, PushTimeout, 250*time.Millisecond,
+		func(ctx context.Context) error { return ready(ctx, "http://"+ist.HTTPAddr+"/ready") },
+		func(error) string { return fmt.Sprintf("not ready after %s", PushTimeout) })
 	// Two free ports were picked, then closed: make sure the istiod now on them is this one.
 	vctx, vcancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer vcancel()
@@ -156,6 +141,33 @@ func freePort(t testing.TB) int {
 		t.Fatalf("listener address %v is not TCP", l.Addr())
 	}
 	return addr.Port
+}
+
+// awaitReady polls ready, every poll, until it answers nil. It fails t when the server exits
+// first (its end, received from exited, is given back for the cleanup) or when timeout passes,
+// with notReady of the last error; the messages name the server and end with its log's tail.
+func awaitReady(t testing.TB, name, log string, exited chan error, timeout, poll time.Duration,
+	ready func(context.Context) error, notReady func(err error) string,
+) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := ready(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case werr := <-exited:
+			exited <- werr
+			t.Fatalf("%s exited during startup (%v); log %s:\n%s", name, werr, log, tail(log, 40))
+		case <-time.After(poll):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s; log %s:\n%s", name, notReady(err), log, tail(log, 40))
+		}
+	}
 }
 
 func tail(path string, n int) string {

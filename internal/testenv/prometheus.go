@@ -210,25 +210,11 @@ func StartPrometheus(t testing.TB, openMetrics io.Reader, opts PrometheusOptions
 	})
 
 	client := p.HTTPClient()
-	deadline := time.Now().Add(timeout)
-	for {
-		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := getOK(rctx, client, p.URL+"/-/ready")
-		rcancel()
-		if err == nil {
-			break
-		}
-		select {
-		case werr := <-exited:
-			exited <- werr
-			t.Fatalf("prometheus exited during startup (%v); log %s:\n%s", werr, p.Log, tail(p.Log, 40))
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready on %s after %s (last error: %v); log %s:\n%s",
-				p.URL, timeout, err, p.Log, tail(p.Log, 40))
-		}
-	}
+	awaitReady(t, "prometheus", p.Log, exited, timeout, 100*time.Millisecond,
+		func(ctx context.Context) error { return getOK(ctx, client, p.URL+"/-/ready") },
+		func(err error) string {
+			return fmt.Sprintf("not ready on %s after %s (last error: %v)", p.URL, timeout, err)
+		})
 	// The port was free a moment before the server took it: make sure the server on it is this one.
 	if err := checkDataDir(client, p); err != nil {
 		t.Fatal(err)

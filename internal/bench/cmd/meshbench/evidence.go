@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,23 +115,13 @@ func (b *runner) evidencePlans(e *Evidence, dir string, at time.Time) error {
 	}
 	for range runs {
 		for _, d := range []string{without, with} {
-			cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
-			cmd.Dir = d
-			cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-			fmt.Fprintf(b.log, "$ (cd %s && terraform plan)\n", d)
-			run, err := runCmd(cmd, io.Discard, true)
+			pr, output, err := b.terraformPlan(d, rc)
 			if err != nil {
-				e.PlanError = firstError(run.Output, err)
+				e.PlanError = err.Error()
 				fmt.Printf("    plan of %d scopes in %s failed: %s\n", n, d, e.PlanError)
-				return nil
+				return nil //nolint:nilerr // PlanError says why the plans are missing; the rest of the run goes on
 			}
-			pr := PlanRun{WallNs: int64(run.Wall), CPUNs: int64(run.CPU), TreeRSSBytes: run.TreeRSS}
-			for comm, c := range run.ChildCPU {
-				if strings.HasPrefix(comm, "terraform-provi") {
-					pr.ProviderCPUNs += int64(c)
-				}
-			}
-			out := string(run.Output)
+			out := string(output)
 			switch {
 			case d == without:
 				e.PlanWithout = append(e.PlanWithout, pr)

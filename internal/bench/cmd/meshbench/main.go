@@ -174,52 +174,40 @@ func run(c config) error {
 func (b *runner) measure() (*Results, error) {
 	c := b.cfg
 	r := &Results{SchemaVersion: SchemaVersion, Run: RunInfo{Quick: c.quick, Count: c.count, Work: c.work}, Machine: machineInfo()}
-	var err error
-	b.step("building the benchmark binaries")
-	if err := b.build(); err != nil {
-		return nil, err
+	stages := []struct {
+		name string
+		on   bool
+		run  func() error
+	}{
+		{"building the benchmark binaries", true, b.build},
+		{"generating the meshes", true, into(&r.Meshes, b.generate)},
+		{"1. scope floor", true, into(&r.Floor, b.floor)},
+		{"2. prediction speed", true, into(&r.Speed, b.predictor)},
+		{"2. Istio's config generator", c.istio, into(&r.Istio, b.istioRuns)},
+		{"3. terraform plan", c.terraform, into(&r.Terraform, b.terraformRuns)},
+		{"4. diff of the mesh-wide rollout", c.diff, into(&r.Diff, b.diffRuns)},
+		{"5. traffic evidence", c.evidence, into(&r.Evidence, b.evidenceRuns)},
+		{"6. profiles and baseline", true, into(&r.Profiles, b.profiles)},
 	}
-	b.step("generating the meshes")
-	if r.Meshes, err = b.generate(); err != nil {
-		return nil, err
-	}
-	b.step("1. scope floor")
-	if r.Floor, err = b.floor(); err != nil {
-		return nil, err
-	}
-	b.step("2. prediction speed")
-	if r.Speed, err = b.predictor(); err != nil {
-		return nil, err
-	}
-	if c.istio {
-		b.step("2. Istio's config generator")
-		if r.Istio, err = b.istioRuns(); err != nil {
+	for _, s := range stages {
+		if !s.on {
+			continue
+		}
+		b.step(s.name)
+		if err := s.run(); err != nil {
 			return nil, err
 		}
-	}
-	if c.terraform {
-		b.step("3. terraform plan")
-		if r.Terraform, err = b.terraformRuns(); err != nil {
-			return nil, err
-		}
-	}
-	if c.diff {
-		b.step("4. diff of the mesh-wide rollout")
-		if r.Diff, err = b.diffRuns(); err != nil {
-			return nil, err
-		}
-	}
-	if c.evidence {
-		b.step("5. traffic evidence")
-		if r.Evidence, err = b.evidenceRuns(); err != nil {
-			return nil, err
-		}
-	}
-	b.step("6. profiles and baseline")
-	if r.Profiles, err = b.profiles(); err != nil {
-		return nil, err
 	}
 	return r, nil
+}
+
+// into is a stage that runs run and keeps its result in *dst.
+func into[T any](dst *T, run func() (T, error)) func() error {
+	return func() error {
+		v, err := run()
+		*dst = v
+		return err
+	}
 }
 
 type runner struct {
@@ -298,10 +286,7 @@ func (b *runner) build() error {
 // revision's packages: the revision's tree, with this tree's internal/bench.
 func (b *runner) buildBaseline() error {
 	src := filepath.Join(b.work, "baseline-src")
-	if err := os.RemoveAll(src); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(src, 0o755); err != nil {
+	if err := emptyDir(src); err != nil {
 		return err
 	}
 	archive := exec.Command("sh", "-c", fmt.Sprintf("git archive %s | tar -x -C %s", shellQuote(b.cfg.baseline), shellQuote(src)))
@@ -328,6 +313,14 @@ func (b *runner) buildBaseline() error {
 	}
 	b.baselineBin = filepath.Join(b.work, "bench-baseline.test")
 	return b.goCmd(src, "test", "-c", "-o", b.baselineBin, "./internal/bench")
+}
+
+// emptyDir makes dir an empty directory, removing what it held.
+func emptyDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,23 +26,13 @@ type planner struct {
 func (p *planner) plan(scenario Scenario, dir string, resources, times int) {
 	r := Plan{Scenario: scenario, Resources: resources}
 	for range times {
-		cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+p.rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-		fmt.Fprintf(p.b.log, "$ (cd %s && terraform plan)\n", dir)
-		run, err := runCmd(cmd, io.Discard, true)
+		run, output, err := p.b.terraformPlan(dir, p.rc)
 		if err != nil {
-			r.Error = firstError(run.Output, err)
+			r.Error = err.Error()
 			break
 		}
-		r.PlanBytes = len(run.Output)
-		var provider time.Duration
-		for comm, c := range run.ChildCPU {
-			if strings.HasPrefix(comm, "terraform-provi") {
-				provider += c
-			}
-		}
-		r.Runs = append(r.Runs, PlanRun{WallNs: int64(run.Wall), CPUNs: int64(run.CPU), ProviderCPUNs: int64(provider), TreeRSSBytes: run.TreeRSS})
+		r.PlanBytes = len(output)
+		r.Runs = append(r.Runs, run)
 	}
 	p.tf.Plans = append(p.tf.Plans, r)
 	name := scenarioName(scenario, resources)
@@ -53,16 +44,39 @@ func (p *planner) plan(scenario Scenario, dir string, resources, times int) {
 	fmt.Printf("    %-58s %7.1f s, peak RSS %s (tree)\n", name, row.Wall, mib(row.TreeRSS))
 }
 
+// planCmd is terraform plan in dir, with the CLI configuration file rc and env added to the
+// environment.
+func planCmd(dir, rc string, env ...string) *exec.Cmd {
+	cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"), env...)
+	return cmd
+}
+
+// terraformPlan runs terraform plan in dir once, with the CLI configuration file rc, and
+// returns the run and its output. The error is the output's first error.
+func (b *runner) terraformPlan(dir, rc string) (PlanRun, []byte, error) {
+	fmt.Fprintf(b.log, "$ (cd %s && terraform plan)\n", dir)
+	run, err := runCmd(planCmd(dir, rc), io.Discard, true)
+	if err != nil {
+		return PlanRun{}, run.Output, errors.New(firstError(run.Output, err))
+	}
+	var provider time.Duration
+	for comm, c := range run.ChildCPU {
+		if strings.HasPrefix(comm, "terraform-provi") {
+			provider += c
+		}
+	}
+	return PlanRun{WallNs: int64(run.Wall), CPUNs: int64(run.CPU), ProviderCPUNs: int64(provider), TreeRSSBytes: run.TreeRSS}, run.Output, nil
+}
+
 func (b *runner) terraformRuns() (*Terraform, error) {
 	tf := &Terraform{KubectlProvider: kubectlProvider, KubectlError: b.kubectlErr}
 	tfDir := filepath.Join(b.work, "terraform")
-	if err := os.RemoveAll(tfDir); err != nil {
+	if err := emptyDir(tfDir); err != nil {
 		return nil, err
 	}
 	rc := filepath.Join(tfDir, "terraformrc")
-	if err := os.MkdirAll(tfDir, 0o755); err != nil {
-		return nil, err
-	}
 	overrides := map[string]string{"registry.terraform.io/meshscope/meshscope": b.providerDir}
 	if b.kubectlDir != "" {
 		overrides["registry.terraform.io/gavinbunney/kubectl"] = b.kubectlDir
@@ -144,16 +158,10 @@ func (b *runner) profilePlan(tfDir, dir string, n int) (*PlanProfile, error) {
 		return nil, err
 	}
 	profDir := filepath.Join(b.work, "plan-profile")
-	if err := os.RemoveAll(profDir); err != nil {
+	if err := emptyDir(profDir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(profDir, 0o755); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1",
-		"MESHSCOPE_CPU_PROFILE="+filepath.Join(profDir, "provider.prof"))
+	cmd := planCmd(dir, rc, "MESHSCOPE_CPU_PROFILE="+filepath.Join(profDir, "provider.prof"))
 	fmt.Fprintf(b.log, "$ (cd %s && MESHSCOPE_CPU_PROFILE=... terraform plan)\n", dir)
 	if _, err := runCmd(cmd, io.Discard, true); err != nil {
 		return nil, fmt.Errorf("profiled plan of %s: %w", dir, err)

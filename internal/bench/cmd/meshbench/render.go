@@ -465,14 +465,7 @@ func newDiffView(d *Diff) *diffView {
 	v := &diffView{Diff: d, OK: true, TargetSeconds: targetDiffWall.Seconds(), TargetRSS: targetDiffRSS}
 	for _, f := range d.Formats {
 		row := diffRow{Format: f.Format, Runs: len(f.Runs)}
-		var cpu, out Sample
-		for _, run := range f.Runs {
-			row.WallNs = append(row.WallNs, float64(run.WallNs))
-			cpu = append(cpu, float64(run.CPUNs))
-			out = append(out, float64(run.OutputBytes))
-			row.PeakRSS = max(row.PeakRSS, run.PeakRSSBytes)
-		}
-		row.CPUNs, row.OutputBytes = cpu.Median(), int64(out.Median())
+		row.WallNs, row.CPUNs, row.PeakRSS, row.OutputBytes = commandRuns(f.Runs)
 		row.OK = len(f.Runs) > 0 && row.WallNs.Median() < float64(targetDiffWall) && row.PeakRSS < targetDiffRSS
 		v.OK = v.OK && row.OK
 		v.Runs = max(v.Runs, row.Runs)
@@ -517,27 +510,36 @@ func newEvidenceView(e *Evidence) *evidenceView {
 		TargetSuggestRSS: targetSuggestRSS, TargetPlanRatio: targetEvidencePlanX, TargetSeries: targetEvidenceSeries}
 	v.QueryMs, v.IndexMs, v.TotalNs = e.QueryMs.Median(), e.IndexMs.Median(), e.TotalNs.Median()
 	v.QueryOK = len(e.TotalNs) > 0 && v.TotalNs < float64(targetEvidenceWall) && e.Series >= targetEvidenceSeries
-	var cpu, out Sample
-	for _, r := range e.Suggest {
-		v.SuggestWallNs = append(v.SuggestWallNs, float64(r.WallNs))
-		cpu = append(cpu, float64(r.CPUNs))
-		out = append(out, float64(r.OutputBytes))
-		v.SuggestRSS = max(v.SuggestRSS, r.PeakRSSBytes)
-	}
-	v.SuggestCPU, v.SuggestOutput = cpu.Median(), int64(out.Median())
+	v.SuggestWallNs, v.SuggestCPU, v.SuggestRSS, v.SuggestOutput = commandRuns(e.Suggest)
 	v.SuggestOK = len(e.Suggest) > 0 && e.Services >= targetEvidenceServices && v.SuggestWallNs.Median() < float64(targetSuggestWall) && v.SuggestRSS < targetSuggestRSS
-	for _, r := range e.PlanWithout {
-		v.PlanWithoutNs = append(v.PlanWithoutNs, float64(r.WallNs))
-		v.PlanRSSWithout = max(v.PlanRSSWithout, r.TreeRSSBytes)
-	}
-	for _, r := range e.PlanWith {
-		v.PlanWithNs = append(v.PlanWithNs, float64(r.WallNs))
-		v.PlanRSSWith = max(v.PlanRSSWith, r.TreeRSSBytes)
-	}
+	v.PlanWithoutNs, v.PlanRSSWithout = planRuns(e.PlanWithout)
+	v.PlanWithNs, v.PlanRSSWith = planRuns(e.PlanWith)
 	v.PlanWithoutMedian, v.PlanWithMedian = v.PlanWithoutNs.Median(), v.PlanWithNs.Median()
 	v.PlanRatio = quotient(v.PlanWithMedian, v.PlanWithoutMedian)
 	v.PlanOK = e.PlanError == "" && e.PlanScopes >= targetEvidencePlanScopes && len(e.PlanWith) > 0 && len(e.PlanWithout) > 0 && v.PlanRatio <= targetEvidencePlanX
 	return v
+}
+
+// commandRuns sums up runs of the command line: their wall times, the median CPU time and
+// output size, and the largest peak RSS.
+func commandRuns(runs []DiffRun) (wall Sample, cpu float64, rss, output int64) {
+	var cpus, outputs Sample
+	for _, r := range runs {
+		wall = append(wall, float64(r.WallNs))
+		cpus = append(cpus, float64(r.CPUNs))
+		outputs = append(outputs, float64(r.OutputBytes))
+		rss = max(rss, r.PeakRSSBytes)
+	}
+	return wall, cpus.Median(), rss, int64(outputs.Median())
+}
+
+// planRuns sums up terraform plans: their wall times and the largest RSS of a process tree.
+func planRuns(runs []PlanRun) (wall Sample, rss int64) {
+	for _, r := range runs {
+		wall = append(wall, float64(r.WallNs))
+		rss = max(rss, r.TreeRSSBytes)
+	}
+	return wall, rss
 }
 
 // ---- 6. profiles ----
