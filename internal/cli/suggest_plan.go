@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
@@ -92,7 +93,7 @@ func newPlanner(inv *mesh.Inventory, pred *predict.Predictor, ev *traffic.Eviden
 		registry: map[string]bool{}, resources: map[string]bool{}, compiling: newCompileIndex(inv)}
 	for _, se := range inv.ServiceEntries {
 		for _, h := range se.Spec.GetHosts() {
-			if strings.HasPrefix(h, "*") {
+			if istioconfig.IsWildcard(h) {
 				p.wildcard = append(p.wildcard, h)
 			} else {
 				p.registry[h] = true
@@ -522,7 +523,7 @@ func (p *planner) registryDependency(c traffic.Call) string {
 		return c.Host
 	}
 	for _, w := range p.wildcard {
-		if strings.HasSuffix(c.Host, w[1:]) {
+		if istioconfig.HostSubsetOf(c.Host, w) {
 			return c.Host
 		}
 	}
