@@ -143,7 +143,7 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-func TestQuery(t *testing.T) {
+func TestQuery_PrintsTheQueryAndSnapshotCommand(t *testing.T) {
 	code, out, errs := run(t, "", "query", "--window", "36h")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)

@@ -255,8 +255,8 @@ func TestSeedIstio(t *testing.T) {
 	})
 }
 
-// TestSeed compares the CLI with Istio on the seed files, passed as two -f files.
-func TestSeed(t *testing.T) {
+// TestSeed_CLIEqualsIstioOnTwoFiles compares the CLI with Istio on the seed files, passed as two -f files.
+func TestSeed_CLIEqualsIstioOnTwoFiles(t *testing.T) {
 	before := readFile(t, "testdata/seed/before.yaml")
 	sidecar := readFile(t, "testdata/seed/sidecar.yaml")
 	proxies := []Proxy{seedProxyFoo, seedProxyBar}

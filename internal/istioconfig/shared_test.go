@@ -64,7 +64,7 @@ func TestParseEgressHost(t *testing.T) {
 	}
 }
 
-func TestLabels(t *testing.T) {
+func TestLabels_EmptySelectorSemantics(t *testing.T) {
 	pod := map[string]string{"app": "a", "version": "v1"}
 	if !LabelsSubset(nil, pod) || SelectorMatches(nil, pod) {
 		t.Error("an empty workloadSelector selects every pod; an empty Service selector none")

@@ -7,7 +7,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 )
 
-func TestStatus(t *testing.T) {
+func TestStatus_DoneOnlyWhenOurSpecIsAcked(t *testing.T) {
 	spec := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"istio-system/*"}}}}
 	older := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"*/*"}}}}
 	target := Target{Namespace: "foo", Name: "web", Spec: spec}

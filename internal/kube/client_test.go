@@ -59,7 +59,7 @@ func TestRestConfig(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
+func TestClassify_ForbiddenAndConflictNameTheFix(t *testing.T) {
 	gvr := SidecarGVR
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: gvr.Group, Resource: gvr.Resource}, "x", errors.New("no"))
 	var pe *PermissionError

@@ -164,7 +164,7 @@ func TestResolve_PassthroughNamedByTheServer(t *testing.T) {
 	}
 }
 
-func TestCut(t *testing.T) {
+func TestCut_KeepsCallsWithoutAnOutboundCluster(t *testing.T) {
 	calls := []Call{
 		{Host: "payments.pay.svc.cluster.local", Port: 80, Class: ClassService, Service: "payments.pay"},
 		{Host: "payments.pay.svc.cluster.local", Port: 9090, Class: ClassService, Service: "payments.pay"},
@@ -184,7 +184,7 @@ func TestCut(t *testing.T) {
 	}
 }
 
-func TestMatches(t *testing.T) {
+func TestMatches_DependencyFormsAndPorts(t *testing.T) {
 	svc := Call{Host: "payments.pay.svc.cluster.local", Port: 80, Class: ClassService, Service: "payments.pay"}
 	se := Call{Host: "*.googleapis.com", Class: ClassServiceEntry}
 	for _, tc := range []struct {
@@ -286,7 +286,7 @@ func keys(m map[string]Call) []string {
 	return out
 }
 
-func TestDependencies(t *testing.T) {
+func TestDependencies_PortsOnlyWhenCertain(t *testing.T) {
 	inv := inventory(t)
 	resolve := func(series ...Series) []Dependency {
 		return Dependencies(Resolve(&Snapshot{Window: "7d", Series: series}, inv, "cluster.local").Calls("shop", "web"))

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func TestNode(t *testing.T) {
+func TestNode_SidecarIDAndMetadata(t *testing.T) {
 	p := Proxy{
 		Namespace: "foo", Name: "test-app-1", IP: "10.1.2.3",
 		Labels:   map[string]string{"app": "test-app"},
@@ -44,7 +44,7 @@ func TestNode(t *testing.T) {
 	}
 }
 
-func TestVerify(t *testing.T) {
+func TestVerify_RefusesAForeignIstiod(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/debug/clusterz":

@@ -101,7 +101,7 @@ func TestCutString(t *testing.T) {
 	}
 }
 
-func TestMet(t *testing.T) {
+func TestMet_Verdicts(t *testing.T) {
 	if met(true) != "**met**" || met(false) != "**not met**" {
 		t.Fatal(met(true), met(false))
 	}
