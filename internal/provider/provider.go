@@ -153,6 +153,39 @@ func (d *providerData) deleted(ns, name string) {
 // known reports whether the inventory is known.
 func (d *providerData) known() bool { return d != nil && d.inv != nil }
 
+// configuredData is the provider data handed to the Configure of a resource or data
+// source (what names which, for the error): ok is false while there is none yet, as
+// Terraform hands it over only after it calls the ConfigureProvider RPC, and when it
+// is not the provider's.
+func configuredData(pd any, what string, diags *diag.Diagnostics) (data *providerData, ok bool) {
+	if pd == nil {
+		return nil, false
+	}
+	data, ok = pd.(*providerData)
+	if !ok {
+		diags.AddError(
+			"Unexpected "+what+" Configure Type",
+			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", pd),
+		)
+	}
+	return data, ok
+}
+
+// readsUnknownInventory is the start of a data source's Read: while the inventory is not
+// known, it defers the read where Terraform allows it and otherwise fails it with an
+// "Inventory Unknown" error of the given detail. It reports whether Read must stop.
+func readsUnknownInventory(d *providerData, req datasource.ReadRequest, resp *datasource.ReadResponse, detail string) bool {
+	if d.known() {
+		return false
+	}
+	if req.ClientCapabilities.DeferralAllowed {
+		resp.Deferred = &datasource.Deferred{Reason: datasource.DeferredReasonProviderConfigUnknown}
+		return true
+	}
+	resp.Diagnostics.AddError("Inventory Unknown", detail)
+	return true
+}
+
 func (p *meshscopeProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
 	resp.TypeName = "meshscope"
 	resp.Version = p.version
