@@ -30,7 +30,7 @@ func NewObservedDependenciesDataSource() datasource.DataSource {
 }
 
 type observedDependenciesDataSource struct {
-	data *providerData
+	dataSourceWithProviderData
 }
 
 // observedDependenciesModel is the meshscope_observed_dependencies data source.
@@ -147,12 +147,6 @@ func (d *observedDependenciesDataSource) Schema(_ context.Context, _ datasource.
 				Computed:            true,
 			},
 		},
-	}
-}
-
-func (d *observedDependenciesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if data, ok := configuredData(req.ProviderData, "Data Source", &resp.Diagnostics); ok {
-		d.data = data
 	}
 }
 

@@ -26,7 +26,7 @@ func NewProxyClustersDataSource() datasource.DataSource {
 }
 
 type proxyClustersDataSource struct {
-	data *providerData
+	dataSourceWithProviderData
 }
 
 func (d *proxyClustersDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -95,12 +95,6 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				Computed: true,
 			},
 		},
-	}
-}
-
-func (d *proxyClustersDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if data, ok := configuredData(req.ProviderData, "Data Source", &resp.Diagnostics); ok {
-		d.data = data
 	}
 }
 

@@ -171,6 +171,30 @@ func configuredData(pd any, what string, diags *diag.Diagnostics) (data *provide
 	return data, ok
 }
 
+// resourceWithProviderData is embedded by every resource: its Configure keeps the
+// provider's data in data.
+type resourceWithProviderData struct {
+	data *providerData
+}
+
+func (r *resourceWithProviderData) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if data, ok := configuredData(req.ProviderData, "Resource", &resp.Diagnostics); ok {
+		r.data = data
+	}
+}
+
+// dataSourceWithProviderData is embedded by every data source: its Configure keeps the
+// provider's data in data.
+type dataSourceWithProviderData struct {
+	data *providerData
+}
+
+func (d *dataSourceWithProviderData) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	if data, ok := configuredData(req.ProviderData, "Data Source", &resp.Diagnostics); ok {
+		d.data = data
+	}
+}
+
 // readsUnknownInventory is the start of a data source's Read: while the inventory is not
 // known, it defers the read where Terraform allows it and otherwise fails it with an
 // "Inventory Unknown" error of the given detail. It reports whether Read must stop.

@@ -37,9 +37,9 @@ func NewKustomizeOverlayResource() resource.Resource {
 }
 
 type kustomizeOverlayResource struct {
-	// data is the provider's configuration. The layout depends on the
-	// resource's own inputs only, so nothing of it is used yet.
-	data *providerData
+	// The provider's configuration. The layout depends on the resource's own
+	// inputs only, so nothing of it is used yet.
+	resourceWithProviderData
 }
 
 // envNamePattern is a DNS label: the environment names a directory and an Application.
@@ -205,12 +205,6 @@ func (r *kustomizeOverlayResource) Schema(_ context.Context, _ resource.SchemaRe
 				Computed:    true,
 			},
 		},
-	}
-}
-
-func (r *kustomizeOverlayResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if data, ok := configuredData(req.ProviderData, "Resource", &resp.Diagnostics); ok {
-		r.data = data
 	}
 }
 

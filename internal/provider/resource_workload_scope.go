@@ -39,7 +39,7 @@ func NewWorkloadScopeResource() resource.Resource {
 }
 
 type workloadScopeResource struct {
-	data *providerData
+	resourceWithProviderData
 }
 
 // ingressProtocols are the Sidecar ingress listener protocols Istio accepts.
@@ -246,12 +246,6 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 				},
 			},
 		},
-	}
-}
-
-func (r *workloadScopeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if data, ok := configuredData(req.ProviderData, "Resource", &resp.Diagnostics); ok {
-		r.data = data
 	}
 }
 
