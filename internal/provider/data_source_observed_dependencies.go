@@ -30,7 +30,7 @@ func NewObservedDependenciesDataSource() datasource.DataSource {
 }
 
 type observedDependenciesDataSource struct {
-	data *providerData
+	dataSourceWithProviderData
 }
 
 // observedDependenciesModel is the meshscope_observed_dependencies data source.
@@ -150,33 +150,15 @@ func (d *observedDependenciesDataSource) Schema(_ context.Context, _ datasource.
 	}
 }
 
-func (d *observedDependenciesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Data Source Configure Type",
-			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", req.ProviderData))
-		return
-	}
-	d.data = data
-}
-
 func (d *observedDependenciesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var m observedDependenciesModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if !d.data.known() {
-		if req.ClientCapabilities.DeferralAllowed {
-			resp.Deferred = &datasource.Deferred{Reason: datasource.DeferredReasonProviderConfigUnknown}
-			return
-		}
-		resp.Diagnostics.AddError("Inventory Unknown",
-			"The provider's inventory is not known yet, so observed calls cannot be mapped to its workloads and services. "+
-				"Give the provider manifests that are known at plan time, or apply the resources they come from first with -target.")
+	if readsUnknownInventory(d.data, req, resp,
+		"The provider's inventory is not known yet, so observed calls cannot be mapped to its workloads and services. "+
+			"Give the provider manifests that are known at plan time, or apply the resources they come from first with -target.") {
 		return
 	}
 	if d.data.evidence == nil {

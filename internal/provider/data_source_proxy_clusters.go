@@ -26,7 +26,7 @@ func NewProxyClustersDataSource() datasource.DataSource {
 }
 
 type proxyClustersDataSource struct {
-	data *providerData
+	dataSourceWithProviderData
 }
 
 func (d *proxyClustersDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -98,25 +98,6 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 	}
 }
 
-func (d *proxyClustersDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	// Always perform a nil check when handling ProviderData because Terraform
-	// sets that data after it calls the ConfigureProvider RPC.
-	if req.ProviderData == nil {
-		return
-	}
-
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError(
-			"Unexpected Data Source Configure Type",
-			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", req.ProviderData),
-		)
-		return
-	}
-
-	d.data = data
-}
-
 func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var model proxyClustersDataSourceModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &model)...)
@@ -124,17 +105,10 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 
-	if !d.data.known() {
-		if req.ClientCapabilities.DeferralAllowed {
-			resp.Deferred = &datasource.Deferred{Reason: datasource.DeferredReasonProviderConfigUnknown}
-			return
-		}
-		resp.Diagnostics.AddError(
-			"Inventory Unknown",
-			"The provider's manifests are not known yet, so the clusters cannot be predicted. "+
-				"Give the provider manifests that are known at plan time (for example read with file()), "+
-				"or apply the resources they come from first with -target.",
-		)
+	if readsUnknownInventory(d.data, req, resp,
+		"The provider's manifests are not known yet, so the clusters cannot be predicted. "+
+			"Give the provider manifests that are known at plan time (for example read with file()), "+
+			"or apply the resources they come from first with -target.") {
 		return
 	}
 

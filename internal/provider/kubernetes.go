@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -100,14 +101,18 @@ func kubernetesBlockSchema() schema.Block {
 	}
 }
 
+// attributes are the values of the block's attributes (the exec block's aside).
+func (m *kubernetesModel) attributes() []attr.Value {
+	return []attr.Value{m.ConfigPath, m.ConfigPaths, m.ConfigContext, m.Host, m.Token,
+		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts, m.RequestTimeout}
+}
+
 // set reports whether the block is present (all of its attributes null means absent).
 func (m *kubernetesModel) set() bool {
 	if m == nil {
 		return false
 	}
-	vals := []interface{ IsNull() bool }{m.ConfigPath, m.ConfigPaths, m.ConfigContext, m.Host, m.Token,
-		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts, m.RequestTimeout}
-	for _, v := range vals {
+	for _, v := range m.attributes() {
 		if !v.IsNull() {
 			return true
 		}
@@ -120,8 +125,7 @@ func (m *kubernetesModel) known() bool {
 	if m == nil {
 		return true
 	}
-	vals := []interface{ IsUnknown() bool }{m.ConfigPath, m.ConfigPaths, m.ConfigContext, m.Host, m.Token,
-		m.ClusterCACertificate, m.ClientCertificate, m.ClientKey, m.Insecure, m.FieldManager, m.ForceConflicts, m.RequestTimeout}
+	vals := m.attributes()
 	if m.Exec != nil {
 		vals = append(vals, m.Exec.APIVersion, m.Exec.Command, m.Exec.Args, m.Exec.Env)
 	}

@@ -153,6 +153,63 @@ func (d *providerData) deleted(ns, name string) {
 // known reports whether the inventory is known.
 func (d *providerData) known() bool { return d != nil && d.inv != nil }
 
+// configuredData is the provider data handed to the Configure of a resource or data
+// source (what names which, for the error): ok is false while there is none yet, as
+// Terraform hands it over only after it calls the ConfigureProvider RPC, and when it
+// is not the provider's.
+func configuredData(pd any, what string, diags *diag.Diagnostics) (data *providerData, ok bool) {
+	if pd == nil {
+		return nil, false
+	}
+	data, ok = pd.(*providerData)
+	if !ok {
+		diags.AddError(
+			"Unexpected "+what+" Configure Type",
+			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", pd),
+		)
+	}
+	return data, ok
+}
+
+// resourceWithProviderData is embedded by every resource: its Configure keeps the
+// provider's data in data.
+type resourceWithProviderData struct {
+	data *providerData
+}
+
+func (r *resourceWithProviderData) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if data, ok := configuredData(req.ProviderData, "Resource", &resp.Diagnostics); ok {
+		r.data = data
+	}
+}
+
+// dataSourceWithProviderData is embedded by every data source: its Configure keeps the
+// provider's data in data.
+type dataSourceWithProviderData struct {
+	data *providerData
+}
+
+func (d *dataSourceWithProviderData) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	if data, ok := configuredData(req.ProviderData, "Data Source", &resp.Diagnostics); ok {
+		d.data = data
+	}
+}
+
+// readsUnknownInventory is the start of a data source's Read: while the inventory is not
+// known, it defers the read where Terraform allows it and otherwise fails it with an
+// "Inventory Unknown" error of the given detail. It reports whether Read must stop.
+func readsUnknownInventory(d *providerData, req datasource.ReadRequest, resp *datasource.ReadResponse, detail string) bool {
+	if d.known() {
+		return false
+	}
+	if req.ClientCapabilities.DeferralAllowed {
+		resp.Deferred = &datasource.Deferred{Reason: datasource.DeferredReasonProviderConfigUnknown}
+		return true
+	}
+	resp.Diagnostics.AddError("Inventory Unknown", detail)
+	return true
+}
+
 func (p *meshscopeProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
 	resp.TypeName = "meshscope"
 	resp.Version = p.version

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -36,9 +37,9 @@ func NewKustomizeOverlayResource() resource.Resource {
 }
 
 type kustomizeOverlayResource struct {
-	// data is the provider's configuration. The layout depends on the
-	// resource's own inputs only, so nothing of it is used yet.
-	data *providerData
+	// The provider's configuration. The layout depends on the resource's own
+	// inputs only, so nothing of it is used yet.
+	resourceWithProviderData
 }
 
 // envNamePattern is a DNS label: the environment names a directory and an Application.
@@ -207,25 +208,6 @@ func (r *kustomizeOverlayResource) Schema(_ context.Context, _ resource.SchemaRe
 	}
 }
 
-func (r *kustomizeOverlayResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	// Always perform a nil check when handling ProviderData because Terraform
-	// sets that data after it calls the ConfigureProvider RPC.
-	if req.ProviderData == nil {
-		return
-	}
-
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError(
-			"Unexpected Resource Configure Type",
-			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", req.ProviderData),
-		)
-		return
-	}
-
-	r.data = data
-}
-
 func (r *kustomizeOverlayResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	// Plan does not need to be modified when the resource is being destroyed.
 	if req.Plan.Raw.IsNull() {
@@ -291,12 +273,7 @@ func (r *kustomizeOverlayResource) Create(ctx context.Context, req resource.Crea
 		return
 	}
 
-	resp.Diagnostics.Append(r.write(ctx, &plan, nil)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(r.apply(ctx, &plan, nil, &resp.State)...)
 }
 
 func (r *kustomizeOverlayResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -338,12 +315,18 @@ func (r *kustomizeOverlayResource) Update(ctx context.Context, req resource.Upda
 	}
 
 	// The files of the previous layout are owned too: those no longer wanted go.
-	resp.Diagnostics.Append(r.write(ctx, &plan, state.ownedFiles())...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
+	resp.Diagnostics.Append(r.apply(ctx, &plan, state.ownedFiles(), &resp.State)...)
+}
 
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+// apply is Create and Update alike: it writes the planned layout over the files owned
+// so far, then records it in the state.
+func (r *kustomizeOverlayResource) apply(ctx context.Context, plan *kustomizeOverlayResourceModel, owned []string, state *tfsdk.State) diag.Diagnostics {
+	diags := r.write(ctx, plan, owned)
+	if diags.HasError() {
+		return diags
+	}
+	diags.Append(state.Set(ctx, plan)...)
+	return diags
 }
 
 func (r *kustomizeOverlayResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -38,7 +39,7 @@ func NewWorkloadScopeResource() resource.Resource {
 }
 
 type workloadScopeResource struct {
-	data *providerData
+	resourceWithProviderData
 }
 
 // ingressProtocols are the Sidecar ingress listener protocols Istio accepts.
@@ -248,25 +249,6 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 	}
 }
 
-func (r *workloadScopeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	// Always perform a nil check when handling ProviderData because Terraform
-	// sets that data after it calls the ConfigureProvider RPC.
-	if req.ProviderData == nil {
-		return
-	}
-
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError(
-			"Unexpected Resource Configure Type",
-			fmt.Sprintf("Expected *providerData, got: %T. Please report this issue to the provider developers.", req.ProviderData),
-		)
-		return
-	}
-
-	r.data = data
-}
-
 func (r *workloadScopeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	// Plan does not need to be modified when the resource is being destroyed.
 	if req.Plan.Raw.IsNull() {
@@ -328,26 +310,7 @@ func (r *workloadScopeResource) ModifyPlan(ctx context.Context, req resource.Mod
 }
 
 func (r *workloadScopeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan workloadScopeResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-
-	resp.Diagnostics.Append(r.completeAtApply(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-
-	// With a kubernetes block, server-side apply the Sidecar; without one, the
-	// scope lives in the Terraform state only.
-	resp.Diagnostics.Append(r.applyToCluster(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	// The Sidecar is applied: it goes into the state even when the wait fails.
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	resp.Diagnostics.Append(r.waitForProxies(ctx, &plan)...)
+	resp.Diagnostics.Append(r.apply(ctx, req.Plan, &resp.State)...)
 }
 
 func (r *workloadScopeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -359,33 +322,23 @@ func (r *workloadScopeResource) Read(ctx context.Context, req resource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	// Without a cluster the scope lives in the state only: changes of the inventory
-	// show up in the next plan, which recomputes everything. Only a scope just imported
-	// from the manifests is read, to fill in its declarations.
-	if r.data.applier == nil {
-		if !state.Manifest.IsNull() || !r.data.known() {
-			return
-		}
-		exists, diags := r.importFromInventory(ctx, &state)
-		resp.Diagnostics.Append(diags...)
-		if resp.Diagnostics.HasError() {
-			return
-		}
-		if !exists {
-			resp.State.RemoveResource(ctx)
-			return
-		}
-		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-		return
-	}
 	var (
 		exists bool
 		diags  diag.Diagnostics
 	)
-	if state.Manifest.IsNull() {
+	switch {
+	case r.data.applier == nil:
+		// Without a cluster the scope lives in the state only: changes of the inventory
+		// show up in the next plan, which recomputes everything. Only a scope just imported
+		// from the manifests is read, to fill in its declarations.
+		if !state.Manifest.IsNull() || !r.data.known() {
+			return
+		}
+		exists, diags = r.importFromInventory(ctx, &state)
+	case state.Manifest.IsNull():
 		// Just imported: only namespace and name are known.
 		exists, diags = r.importFromCluster(ctx, &state)
-	} else {
+	default:
 		exists, diags = r.readFromCluster(ctx, &state)
 	}
 	resp.Diagnostics.Append(diags...)
@@ -400,22 +353,33 @@ func (r *workloadScopeResource) Read(ctx context.Context, req resource.ReadReque
 }
 
 func (r *workloadScopeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	resp.Diagnostics.Append(r.apply(ctx, req.Plan, &resp.State)...)
+}
+
+// apply is Create and Update alike: it completes the plan, applies the Sidecar and
+// records it in the state, then waits for the proxies.
+func (r *workloadScopeResource) apply(ctx context.Context, planned tfsdk.Plan, state *tfsdk.State) diag.Diagnostics {
 	var plan workloadScopeResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
+	diags := planned.Get(ctx, &plan)
+	if diags.HasError() {
+		return diags
 	}
 
-	resp.Diagnostics.Append(r.completeAtApply(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
+	diags.Append(r.completeAtApply(ctx, &plan)...)
+	if diags.HasError() {
+		return diags
 	}
-	resp.Diagnostics.Append(r.applyToCluster(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
+
+	// With a kubernetes block, server-side apply the Sidecar; without one, the
+	// scope lives in the Terraform state only.
+	diags.Append(r.applyToCluster(ctx, &plan)...)
+	if diags.HasError() {
+		return diags
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	resp.Diagnostics.Append(r.waitForProxies(ctx, &plan)...)
+	// The Sidecar is applied: it goes into the state even when the wait fails.
+	diags.Append(state.Set(ctx, &plan)...)
+	diags.Append(r.waitForProxies(ctx, &plan)...)
+	return diags
 }
 
 func (r *workloadScopeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

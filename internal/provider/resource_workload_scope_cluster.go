@@ -59,16 +59,24 @@ func (r *workloadScopeResource) applyToCluster(ctx context.Context, m *workloadS
 	return diags
 }
 
-// readFromCluster reads the Sidecar back. It returns false when the object is
-// gone. Spec drift made out of band shows up as a different manifest: the
-// fields this field manager owns, rendered the way the compiler renders them.
-func (r *workloadScopeResource) readFromCluster(ctx context.Context, m *workloadScopeResourceModel) (bool, diag.Diagnostics) {
+// readSidecar reads Sidecar ns/name from the cluster: nil when there is none.
+func (r *workloadScopeResource) readSidecar(ctx context.Context, ns, name string) (*kube.Observed, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
 	obs, err := r.data.applier.ReadSidecar(ctx, ns, name)
 	if err != nil {
 		diags.AddError(clusterErrorSummary(err), fmt.Sprintf("Reading Sidecar %s/%s failed. %s\n\nOriginal Error: %s",
 			ns, name, clusterErrorAdvice(err), err))
+	}
+	return obs, diags
+}
+
+// readFromCluster reads the Sidecar back. It returns false when the object is
+// gone. Spec drift made out of band shows up as a different manifest: the
+// fields this field manager owns, rendered the way the compiler renders them.
+func (r *workloadScopeResource) readFromCluster(ctx context.Context, m *workloadScopeResourceModel) (bool, diag.Diagnostics) {
+	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
+	obs, diags := r.readSidecar(ctx, ns, name)
+	if diags.HasError() {
 		return true, diags
 	}
 	if obs == nil {
@@ -192,11 +200,9 @@ func (r *workloadScopeResource) importSidecar(ctx context.Context, m *workloadSc
 // Sidecar: dependencies from egress hosts, ingress, policy, selector; then the
 // computed values, so that a re-plan with the matching configuration is empty.
 func (r *workloadScopeResource) importFromCluster(ctx context.Context, m *workloadScopeResourceModel) (bool, diag.Diagnostics) {
-	var diags diag.Diagnostics
 	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
-	obs, err := r.data.applier.ReadSidecar(ctx, ns, name)
-	if err != nil {
-		diags.AddError(clusterErrorSummary(err), fmt.Sprintf("Reading Sidecar %s/%s failed. %s\n\nOriginal Error: %s", ns, name, clusterErrorAdvice(err), err))
+	obs, diags := r.readSidecar(ctx, ns, name)
+	if diags.HasError() {
 		return true, diags
 	}
 	if obs == nil {

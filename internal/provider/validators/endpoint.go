@@ -1,7 +1,6 @@
 package validators
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -10,41 +9,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 )
 
-var _ validator.String = defaultEndpointValidator{}
-
-// defaultEndpointValidator checks a Sidecar ingress defaultEndpoint.
-//
-// Instances should be created via the DefaultEndpoint function.
-type defaultEndpointValidator struct{}
-
 // DefaultEndpoint checks that a string attribute is a Sidecar ingress
 // defaultEndpoint: `127.0.0.1:PORT`, `0.0.0.0:PORT`, `[::1]:PORT`, `[::]:PORT`
 // or `unix:///path/to/socket`.
 func DefaultEndpoint() validator.String {
-	return defaultEndpointValidator{}
-}
-
-func (v defaultEndpointValidator) Description(ctx context.Context) string {
-	return v.MarkdownDescription(ctx)
-}
-
-func (v defaultEndpointValidator) MarkdownDescription(_ context.Context) string {
-	return "value must be `127.0.0.1:PORT`, `0.0.0.0:PORT`, `[::1]:PORT`, `[::]:PORT` or `unix:///path`"
-}
-
-func (v defaultEndpointValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	ep := req.ConfigValue.ValueString()
-	if err := checkEndpoint(ep); err != nil {
-		resp.Diagnostics.AddAttributeError(
-			req.Path,
+	return stringValidator{
+		description: "value must be `127.0.0.1:PORT`, `0.0.0.0:PORT`, `[::1]:PORT`, `[::]:PORT` or `unix:///path`",
+		validate: rejectIf(checkEndpoint,
 			"Invalid Default Endpoint",
-			fmt.Sprintf("The default endpoint %q is not one Istio accepts. Use 127.0.0.1:PORT or 0.0.0.0:PORT "+
+			"The default endpoint %q is not one Istio accepts. Use 127.0.0.1:PORT or 0.0.0.0:PORT "+
 				"(or [::1]:PORT, [::]:PORT) with the port the application listens on, or unix:///path for a Unix socket.\n\n"+
-				"Original Error: %s", ep, err),
-		)
+				"Original Error: %s"),
 	}
 }
 

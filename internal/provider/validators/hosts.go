@@ -1,7 +1,6 @@
 package validators
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,102 +9,58 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-var (
-	_ validator.String = dependencyHostValidator{}
-	_ validator.String = egressHostValidator{}
-)
-
-// dependencyHostValidator checks the syntax of a declared dependency: a service
-// name (`name`, `name.namespace`, an FQDN), a ServiceEntry host (possibly a `*.`
-// wildcard) or a whole namespace (`namespace/*`).
-//
-// Instances should be created via the DependencyHost function.
-type dependencyHostValidator struct{}
-
 // DependencyHost checks that a string attribute is a well-formed dependency host:
-// `name`, `name.namespace`, `name.namespace.svc.cluster.local`, a ServiceEntry host
-// such as `api.example.com` or `*.example.com`, or `namespace/*`.
+// a service (`name`, `name.namespace`, `name.namespace.svc.cluster.local`), a
+// ServiceEntry host such as `api.example.com` or `*.example.com`, or a whole
+// namespace (`namespace/*`).
 func DependencyHost() validator.String {
-	return dependencyHostValidator{}
-}
-
-func (v dependencyHostValidator) Description(ctx context.Context) string {
-	return v.MarkdownDescription(ctx)
-}
-
-func (v dependencyHostValidator) MarkdownDescription(_ context.Context) string {
-	return "value must be a service (`name`, `name.namespace`, an FQDN), a ServiceEntry host (`api.example.com`, `*.example.com`) or a whole namespace (`namespace/*`)"
-}
-
-func (v dependencyHostValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
+	return stringValidator{
+		description: "value must be a service (`name`, `name.namespace`, an FQDN), a ServiceEntry host (`api.example.com`, `*.example.com`) or a whole namespace (`namespace/*`)",
+		validate: rejectIf(checkDependencyHost,
+			"Malformed Dependency Host",
+			"The dependency %q is not a well-formed host. Write a service as \"name\", \"name.namespace\" "+
+				"or \"name.namespace.svc.cluster.local\", a ServiceEntry host as \"api.example.com\" or \"*.example.com\", "+
+				"or a whole namespace as \"namespace/*\". Leave out schemes, ports and paths: list ports in `ports`.\n\n"+
+				"Original Error: %s"),
 	}
-	h := req.ConfigValue.ValueString()
-	var err error
+}
+
+func checkDependencyHost(h string) error {
 	if ns, rest, ok := strings.Cut(h, "/"); ok {
-		err = checkNamespacePart(ns, false)
+		err := checkNamespacePart(ns, false)
 		if err == nil && rest != "*" {
 			err = fmt.Errorf("after the namespace %q only \"/*\" (the whole namespace) may follow, not %q", ns, "/"+rest)
 		}
-	} else {
-		err = checkHostPart(h)
+		return err
 	}
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(
-			req.Path,
-			"Malformed Dependency Host",
-			fmt.Sprintf("The dependency %q is not a well-formed host. Write a service as \"name\", \"name.namespace\" "+
-				"or \"name.namespace.svc.cluster.local\", a ServiceEntry host as \"api.example.com\" or \"*.example.com\", "+
-				"or a whole namespace as \"namespace/*\". Leave out schemes, ports and paths: list ports in `ports`.\n\n"+
-				"Original Error: %s", h, err),
-		)
-	}
+	return checkHostPart(h)
 }
-
-// egressHostValidator checks the `namespace/dnsName` syntax of a Sidecar egress host.
-//
-// Instances should be created via the EgressHost function.
-type egressHostValidator struct{}
 
 // EgressHost checks that a string attribute is a Sidecar egress host in
 // `namespace/dnsName` form, where namespace is a namespace name, `*`, `.` or `~`
 // (or a `~` exclusion of a namespace, `~ns`) and dnsName is `*`, a host or a `*.`
 // wildcard host.
 func EgressHost() validator.String {
-	return egressHostValidator{}
-}
-
-func (v egressHostValidator) Description(ctx context.Context) string {
-	return v.MarkdownDescription(ctx)
-}
-
-func (v egressHostValidator) MarkdownDescription(_ context.Context) string {
-	return "value must be a Sidecar egress host `namespace/dnsName`, for example `istio-system/*`"
-}
-
-func (v egressHostValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	h := req.ConfigValue.ValueString()
-	ns, host, ok := strings.Cut(h, "/")
-	var err error
-	if !ok {
-		err = errors.New("no namespace part: write namespace/dnsName")
-	} else if err = checkNamespacePart(ns, true); err == nil {
-		err = checkHostPart(host)
-	}
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(
-			req.Path,
+	return stringValidator{
+		description: "value must be a Sidecar egress host `namespace/dnsName`, for example `istio-system/*`",
+		validate: rejectIf(checkEgressHost,
 			"Malformed Egress Host",
-			fmt.Sprintf("The egress host %q is not in the Sidecar form namespace/dnsName. "+
+			"The egress host %q is not in the Sidecar form namespace/dnsName. "+
 				"Use a namespace name, \"*\", \".\", \"~\" or \"~namespace\" before the slash and \"*\", a host or a \"*.\" wildcard host after it, "+
 				"for example \"istio-system/*\".\n\n"+
-				"Original Error: %s", h, err),
-		)
+				"Original Error: %s"),
 	}
+}
+
+func checkEgressHost(h string) error {
+	ns, host, ok := strings.Cut(h, "/")
+	if !ok {
+		return errors.New("no namespace part: write namespace/dnsName")
+	}
+	if err := checkNamespacePart(ns, true); err != nil {
+		return err
+	}
+	return checkHostPart(host)
 }
 
 // checkNamespacePart checks the part of a host before '/'. The Sidecar syntax
