@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
 var (
@@ -120,7 +121,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	// The inventory with this provider's own writes: a read after an apply sees it.
 	inv, livePr := d.data.live()
 	if !namespaceKnown(inv, proxy.Namespace) {
-		hint := suggestion(proxy.Namespace, inv.NamespaceNames())
+		hint := suggest.DidYouMean(proxy.Namespace, inv.NamespaceNames())
 		if inv.Empty() {
 			hint = mesh.EmptyHint
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
-func TestProxyClustersDataSource_seed(t *testing.T) {
+func TestProxyClustersDataSource_SeedSidecarGivesTheIstioctlList(t *testing.T) {
 	var want []knownvalue.Check
 	for _, name := range seedClusters() {
 		want = append(want, knownvalue.StringExact(name))
@@ -104,7 +104,7 @@ data "meshscope_proxy_clusters" "foo_scoped" {
 	})
 }
 
-func TestProxyClustersDataSource_badInput(t *testing.T) {
+func TestProxyClustersDataSource_BadInputIsAnAttributeError(t *testing.T) {
 	sidecar := seedSidecarFile(t)
 	cases := map[string]struct {
 		config string

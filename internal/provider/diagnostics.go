@@ -3,14 +3,11 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
 )
 
 // manifestDiagnostic turns a load error of one YAML string into an attribute error
@@ -44,36 +41,4 @@ func sidecarDiagnostic(p path.Path, source string, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(p, "Invalid Sidecar Manifest",
 		fmt.Sprintf("%s must hold exactly one networking.istio.io Sidecar, for example the manifest of a "+
 			"meshscope_workload_scope.\n\nOriginal Error: %s", source, err))
-}
-
-// suggestion returns " Did you mean "x"?" for the names nearest to s, or "".
-func suggestion(s string, names []string) string {
-	type cand struct {
-		name string
-		dist int
-	}
-	var cands []cand
-	for _, n := range names {
-		d := suggest.Distance(s, n)
-		if d <= 2 || d <= len(s)/3 {
-			cands = append(cands, cand{n, d})
-		}
-	}
-	if len(cands) == 0 {
-		return ""
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].dist != cands[j].dist {
-			return cands[i].dist < cands[j].dist
-		}
-		return cands[i].name < cands[j].name
-	})
-	var quoted []string
-	for i, c := range cands {
-		if i == 3 {
-			break
-		}
-		quoted = append(quoted, fmt.Sprintf("%q", c.name))
-	}
-	return " Did you mean " + strings.Join(quoted, " or ") + "?"
 }

@@ -210,7 +210,7 @@ func expectDisk(dir string, l *gitops.Layout, others ...string) resource.TestChe
 	}
 }
 
-func TestKustomizeOverlayResource_lifecycle(t *testing.T) {
+func TestKustomizeOverlayResource_WritesRepairsShrinksAndDeletesOnlyItsFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "gitops")
 	full, smaller := overlayLayout(t, true), overlayLayout(t, false)
 	foreign := []string{"README.md", "base/NOTES.md"}
@@ -356,7 +356,7 @@ func examplesGitops(t *testing.T) string {
 
 // The example, through the real terraform: the plan knows every file, apply
 // writes exactly the committed layout, and a re-plan is empty.
-func TestKustomizeOverlayResource_example(t *testing.T) {
+func TestKustomizeOverlayResource_ExampleWritesTheCommittedLayout(t *testing.T) {
 	// main.tf requires meshscope/meshscope: serve the test provider under that address.
 	t.Setenv(resource.EnvTfAccProviderNamespace, "meshscope")
 	example := examplesGitops(t)
@@ -417,7 +417,7 @@ func TestKustomizeOverlayResource_example(t *testing.T) {
 	})
 }
 
-func TestKustomizeOverlayResource_badInput(t *testing.T) {
+func TestKustomizeOverlayResource_BadInputIsAnAttributeError(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "gitops")
 	service := heredoc("apiVersion: v1\nkind: Service\nmetadata:\n  name: foo\n  namespace: foo")
 	cases := map[string]struct {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -521,13 +522,8 @@ func sameSelection(ctx context.Context, plan, state workloadScopeResourceModel) 
 	}
 	a, d1 := plan.selector(ctx)
 	b, d2 := state.selector(ctx)
-	if d1.HasError() || d2.HasError() || len(a) != len(b) {
+	if d1.HasError() || d2.HasError() || !maps.Equal(a, b) {
 		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
 	}
 	return plan.Namespace.Equal(state.Namespace)
 }

@@ -147,10 +147,10 @@ func egressPorts(obj map[string]any) []int64 {
 	return out
 }
 
-// TestAccWorkloadScope_lifecycle: create, update, external drift, a conflict
+// TestAccWorkloadScope_DriftConflictForceImportDelete: create, update, external drift, a conflict
 // with another field manager, force, import, and delete, against a real
 // kube-apiserver, as a least-privilege identity.
-func TestAccWorkloadScope_lifecycle(t *testing.T) {
+func TestAccWorkloadScope_DriftConflictForceImportDelete(t *testing.T) {
 	c := testenv.Connect(t)
 	token := leastPrivilegeToken(t, c)
 	ns := webNamespace(t, c, "web")

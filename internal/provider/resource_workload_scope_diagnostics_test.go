@@ -12,7 +12,7 @@ import (
 )
 
 // Plan-time errors of the review (issue 3). The errors of the foundation are in
-// TestWorkloadScopeResource_badInput; both are checked through the real terraform plan.
+// TestWorkloadScopeResource_BadInputIsAnAttributeError; both are checked through the real terraform plan.
 func TestWorkloadScopeResource_planErrors(t *testing.T) {
 	namespaceDefault := heredoc(`apiVersion: networking.istio.io/v1
 kind: Sidecar

@@ -66,7 +66,7 @@ func fooReview(after int64, removed, risks knownvalue.Check, removedN int64) kno
 // The seed's foo scope, first over every namespace (19 clusters, as with no
 // Sidecar), then tightened to the system hosts: the update plans 19 -> 13 and
 // reviews the hosts foo/test-app loses, before anything is applied.
-func TestWorkloadScopeResource_review(t *testing.T) {
+func TestWorkloadScopeResource_TighteningReviewsTheLostHosts(t *testing.T) {
 	rec := &diagRecorder{}
 	none := knownvalue.ListExact([]knownvalue.Check{})
 	broad := seedProvider(t, nil) + fooScope(everyNamespace)

@@ -60,7 +60,7 @@ resource "meshscope_workload_scope" "bar" {
 }
 `
 
-func TestWorkloadScopeResource_seed(t *testing.T) {
+func TestWorkloadScopeResource_SeedPlansThirteenClustersForFoo(t *testing.T) {
 	config := seedProvider(t, nil) + seedScopes + `
 data "meshscope_proxy_clusters" "foo_after" {
   namespace = "foo"
@@ -264,7 +264,7 @@ resource "meshscope_workload_scope" "foo" {
 	})
 }
 
-func TestWorkloadScopeResource_badInput(t *testing.T) {
+func TestWorkloadScopeResource_BadInputIsAnAttributeError(t *testing.T) {
 	existingSidecar := heredoc(`apiVersion: networking.istio.io/v1
 kind: Sidecar
 metadata:
