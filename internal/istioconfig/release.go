@@ -89,4 +89,7 @@ func (v Version) UnifiedSidecarScope() bool { return v.atLeast(23) }
 // EgressExclusions: a "~" namespace prefix in a Sidecar egress host excludes the hosts it
 // names (rule R17), from 1.31. Before, "~ns/x" named a namespace "~ns" and matched nothing.
 // Istio: release note 60139, pilot/pkg/model/sidecar.go hostClassification.
-func (v Version) EgressExclusions() bool { return v.atLeast(31) }
+func (v Version) EgressExclusions() bool { return !v.Less(EgressExclusionsSince) }
+
+// EgressExclusionsSince is the release from which EgressExclusions holds, for messages.
+var EgressExclusionsSince = Version{1, 31}

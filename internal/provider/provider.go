@@ -251,7 +251,7 @@ func (p *meshscopeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 				MarkdownDescription: "Sidecar egress hosts added to every workload scope, in `namespace/dnsName` form. " +
 					"Defaults to `[\"<root_namespace>/*\"]`, that is `[\"istio-system/*\"]`. An empty list adds none, " +
 					"and every scope then warns that telemetry and tracing are at risk. A `~` prefix on the namespace " +
-					"(`~kube-system/*`) excludes hosts, which Istio understands from 1.31 on: with an older " +
+					"(`~kube-system/*`) excludes hosts, which Istio understands from " + istioconfig.EgressExclusionsSince.String() + " on: with an older " +
 					"`istio_version` it is an error.",
 				ElementType: types.StringType,
 				Optional:    true,

@@ -742,7 +742,7 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 	for i, h := range hosts {
 		if !exclusion && strings.HasPrefix(h, "~") && h != "~/*" { // "~/*" imports nothing on every release
 			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
-				Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from 1.31 on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioVersion)})
+				Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from %s on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioconfig.EgressExclusionsSince, istioVersion)})
 			continue
 		}
 		// Past the check above, a "~" host is an exclusion on every release it can reach.

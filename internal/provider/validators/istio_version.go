@@ -14,7 +14,7 @@ import (
 // (or MAJOR.MINOR.PATCH) that the predictor supports.
 func IstioVersion() validator.String {
 	return stringValidator{
-		description: "value must be a supported Istio release as MAJOR.MINOR, for example `1.31`",
+		description: "value must be a supported Istio release as MAJOR.MINOR, for example `" + istioconfig.DefaultVersion + "`",
 		validate:    validateIstioVersion,
 	}
 }
