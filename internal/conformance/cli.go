@@ -71,7 +71,7 @@ type CLI struct {
 
 // Clusters runs `meshscope clusters -f F... --namespace NS --labels L -o names`
 // and returns the printed names. It enforces the output contract: one name per
-// line, sorted, no duplicates, nothing else.
+// line, sorted, nothing else. A name may repeat, as in istiod's output (R32).
 func (c CLI) Clusters(files []string, px Proxy) ([]string, error) {
 	args := []string{"clusters"}
 	for _, f := range files {
@@ -108,31 +108,26 @@ func (c CLI) Clusters(files []string, px Proxy) ([]string, error) {
 	if !sort.StringsAreSorted(names) {
 		return nil, fmt.Errorf("%s %s: output is not sorted:\n%s", c.Bin, strings.Join(args, " "), stdout.String())
 	}
-	for i := 1; i < len(names); i++ {
-		if names[i] == names[i-1] {
-			return nil, fmt.Errorf("%s %s: duplicate name %q in output", c.Bin, strings.Join(args, " "), names[i])
-		}
-	}
+	// A name may repeat: istiod does not normalize outbound clusters (R32), and Diff counts
+	// the copies.
 	return names, nil
 }
 
-// Diff returns the names only in a and only in b (both inputs sorted or not).
+// Diff returns the names only in a and only in b (both inputs sorted or not), as multisets: a
+// name a holds twice and b once is once in onlyA (R32: istiod can build one name twice).
 func Diff(a, b []string) (onlyA, onlyB []string) {
-	inA := map[string]bool{}
-	inB := map[string]bool{}
+	count := map[string]int{}
 	for _, x := range a {
-		inA[x] = true
+		count[x]++
 	}
 	for _, x := range b {
-		inB[x] = true
+		count[x]--
 	}
-	for _, x := range a {
-		if !inB[x] {
+	for x, n := range count {
+		for ; n > 0; n-- {
 			onlyA = append(onlyA, x)
 		}
-	}
-	for _, x := range b {
-		if !inA[x] {
+		for ; n < 0; n++ {
 			onlyB = append(onlyB, x)
 		}
 	}

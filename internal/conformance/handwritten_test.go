@@ -1433,6 +1433,204 @@ spec:
 				&pBar: names(seedOut15, L(in(80), ob(1111, "dup.example.com")), fixed),
 			},
 		},
+		{
+			// R8: HostnameAndNamespace keeps one service per host and namespace: the oldest,
+			// except that a Kubernetes Service replaces a ServiceEntry, whatever either's
+			// exportTo. The exact-host path (pFoo) and VirtualService destinations (pFooOther)
+			// read it; the wildcard path (pBar) sees every service and merges instead (R25).
+			name: "host-and-namespace-index-oldest-or-kubernetes", rules: "R8 R18b R24 R25",
+			extra: []string{otherFoo, `apiVersion: v1
+kind: Service
+metadata: {name: r8, namespace: bar, creationTimestamp: "2022-01-01T00:00:00Z"}
+spec:
+  selector: {app: nothing}
+  ports:
+  - {name: http, port: 80}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: a-squat, namespace: bar, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec:
+  hosts: ["r8.bar.svc.cluster.local"]
+  ports:
+  - {number: 9999, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: two-new, namespace: bar, creationTimestamp: "2022-01-01T00:00:00Z"}
+spec:
+  hosts: ["two.example.com"]
+  ports:
+  - {number: 2222, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: two-old, namespace: bar, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec:
+  hosts: ["two.example.com"]
+  ports:
+  - {number: 1111, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: private-old, namespace: bar, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec:
+  hosts: ["private.example.com"]
+  exportTo: ["."]
+  ports:
+  - {number: 3333, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: private-new, namespace: bar, creationTimestamp: "2022-01-01T00:00:00Z"}
+spec:
+  hosts: ["private.example.com"]
+  ports:
+  - {number: 4444, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: foo}
+spec:
+  egress:
+  - hosts: ["bar/r8.bar.svc.cluster.local", "bar/two.example.com", "bar/private.example.com"]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: other, namespace: foo}
+spec:
+  workloadSelector:
+    labels: {app: other}
+  egress:
+  - hosts: ["./*"]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: r, namespace: foo}
+spec:
+  hosts: ["foo.foo.svc.cluster.local"]
+  http:
+  - match:
+    - uri: {prefix: /a}
+    route:
+    - destination: {host: r8.bar.svc.cluster.local}
+  - match:
+    - uri: {prefix: /b}
+    route:
+    - destination: {host: two.example.com}
+  - route:
+    - destination: {host: private.example.com}
+`},
+			proxies: []Proxy{pFoo, pFooOther, pBar},
+			want: map[*Proxy][]string{
+				&pFoo:      names(L(ob(80, "r8.bar.svc.cluster.local"), ob(1111, "two.example.com"), in(80)), fixed),
+				&pFooOther: names(L(ob(80, fooHost), ob(80, "r8.bar.svc.cluster.local"), ob(1111, "two.example.com")), fixed),
+				&pBar: names(seedOut15, L(ob(80, "r8.bar.svc.cluster.local"), ob(1111, "two.example.com"), ob(2222, "two.example.com"),
+					ob(3333, "private.example.com"), in(80)), fixed),
+			},
+		},
+		{
+			// R11: a wildcard listener's candidates are the services exported to the
+			// namespace by name, in creation order, then the public ones: an exported
+			// ServiceEntry beats an older public one of the same host, and of two exported
+			// ones the older wins although its namespace sorts later. pFoo has the default
+			// "*/*" listener, pFooOther a "ns/*" one.
+			name: "wildcard-listener-candidates-exported-then-public", rules: "R11 R10 R21",
+			extra: []string{otherFoo, `apiVersion: v1
+kind: Namespace
+metadata: {name: baz}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: pub, namespace: default, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec:
+  hosts: ["r11.example.com"]
+  ports:
+  - {number: 1111, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: to-foo, namespace: bar, creationTimestamp: "2023-01-01T00:00:00Z"}
+spec:
+  hosts: ["r11.example.com"]
+  exportTo: ["foo"]
+  ports:
+  - {number: 2222, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: to-foo-new, namespace: bar, creationTimestamp: "2022-01-01T00:00:00Z"}
+spec:
+  hosts: ["r11b.example.com"]
+  exportTo: ["foo"]
+  ports:
+  - {number: 4444, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: to-foo-old, namespace: baz, creationTimestamp: "2021-01-01T00:00:00Z"}
+spec:
+  hosts: ["r11b.example.com"]
+  exportTo: ["foo"]
+  ports:
+  - {number: 3333, protocol: HTTP, name: http}
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: other, namespace: foo}
+spec:
+  workloadSelector:
+    labels: {app: other}
+  egress:
+  - hosts: ["bar/*", "baz/*", "default/*"]
+`},
+			proxies: []Proxy{pFoo, pFooOther, pBar},
+			want: map[*Proxy][]string{
+				&pFoo:      names(seedOut15, L(ob(2222, "r11.example.com"), ob(3333, "r11b.example.com"), in(80)), fixed),
+				&pFooOther: names(L(ob(80, barHost), ob(443, kubeAPI), ob(2222, "r11.example.com"), ob(3333, "r11b.example.com")), fixed),
+				&pBar:      names(seedOut15, L(ob(1111, "r11.example.com"), in(80)), fixed),
+			},
+		},
+		{
+			// R32: a Service may have two ports of one number (TCP and SCTP, which the API
+			// server allows); neither is UDP, so istiod builds the same cluster name twice.
+			// A port listener keeps only the first port of that number (R20).
+			name: "duplicate-cluster-names-tcp-and-sctp-port", rules: "R32 R20",
+			extra: []string{otherFoo, `apiVersion: v1
+kind: Service
+metadata: {name: dual, namespace: foo}
+spec:
+  selector: {app: nothing}
+  ports:
+  - {name: tcp-a, port: 9000, protocol: TCP}
+  - {name: tcp-b, port: 9000, protocol: SCTP}
+  - {name: udp-c, port: 9000, protocol: UDP}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: other, namespace: foo}
+spec:
+  workloadSelector:
+    labels: {app: other}
+  egress:
+  - port: {number: 9000, protocol: TCP, name: tcp}
+    hosts: ["./*"]
+`},
+			proxies: []Proxy{pFoo, pFooOther},
+			want: map[*Proxy][]string{
+				&pFoo:      names(seedOut15, L(ob(9000, "dual.foo.svc.cluster.local"), ob(9000, "dual.foo.svc.cluster.local"), in(80)), fixed),
+				&pFooOther: names(L(ob(9000, "dual.foo.svc.cluster.local")), fixed),
+			},
+		},
 		// ---------------- outbound traffic policy ----------------
 		{
 			name: "allow-any-dynamic-dns-and-sidecar-override", rules: "R37 R38",
