@@ -50,6 +50,12 @@ func TestAddYAML_Strict(t *testing.T) {
 			[]string{`spec.hosts[0]: the full wildcard "*" is not allowed`}},
 		{"a ServiceEntry port out of range", se("api.example.com", "99999"), 0, 1,
 			[]string{"spec.ports[0].number: port number 99999 must be in the range 1..65535"}},
+		{"two ports of one number and protocol", "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: a}\n" +
+			"spec: {ports: [{name: a, port: 9000}, {name: b, port: 9000, protocol: TCP}, {name: c, port: 9000, protocol: SCTP}]}\n", 0, 1,
+			[]string{"spec.ports[1]: duplicate port 9000/TCP", "the API server refuses"}},
+		{"a ServiceEntry port number given twice", "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: ext, namespace: a}\n" +
+			"spec: {hosts: [d.example.com], ports: [{number: 443, name: tls, protocol: TLS}, {number: 443, name: https, protocol: HTTPS}]}\n", 0, 1,
+			[]string{"spec.ports[1].number 443: port already defined"}},
 		{"a container port out of range", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: a}\n" +
 			"spec: {template: {spec: {containers: [{name: c, ports: [{containerPort: 70000}]}]}}}\n", 0, 1,
 			[]string{"container port 0", "70000"}},

@@ -113,8 +113,14 @@ func (o object) validate() error {
 			}
 			host(fmt.Sprintf("spec.hosts[%d]", i), h)
 		}
+		numbers := map[uint32]bool{}
 		for i, p := range se.Spec.GetPorts() {
 			port(fmt.Sprintf("spec.ports[%d].number", i), int(p.GetNumber()))
+			// Istio's validation: "service entry port %d already defined".
+			if numbers[p.GetNumber()] {
+				errs = append(errs, fmt.Errorf("spec.ports[%d].number %d: port already defined; Istio refuses a ServiceEntry that repeats a port number", i, p.GetNumber()))
+			}
+			numbers[p.GetNumber()] = true
 			if p.GetTargetPort() != 0 {
 				port(fmt.Sprintf("spec.ports[%d].targetPort", i), int(p.GetTargetPort()))
 			}
@@ -146,8 +152,14 @@ func (o object) validate() error {
 func servicePorts(ports []corev1.ServicePort) []error {
 	var errs []error
 	names := map[string]bool{}
+	seen := map[string]bool{} // port/protocol
 	for i, p := range ports {
 		field := fmt.Sprintf("spec.ports[%d]", i)
+		if key := fmt.Sprintf("%d/%s", p.Port, p.Protocol); seen[key] {
+			errs = append(errs, fmt.Errorf("%s: duplicate port %s; the API server refuses two ports of one number and protocol", field, key))
+		} else {
+			seen[key] = true
+		}
 		if msgs := validation.IsValidPortNum(int(p.Port)); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("%s.port %d: %s", field, p.Port, strings.Join(msgs, "; ")))
 		}
