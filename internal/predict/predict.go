@@ -139,14 +139,17 @@ func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 	// R37: BlackHoleCluster and PassthroughCluster, whatever the outbound policy; R38:
 	// AllowAnyDynamicDNSCluster for ALLOW_ANY_DYNAMIC_DNS. R39 (EnvoyFilters), R44 (HBONE) and
 	// R45 (credential socket) are not modelled.
-	rest := []Cluster{
-		{Name: "BlackHoleCluster", Type: TypeStatic},
-		{Name: "PassthroughCluster", Type: TypeOriginalDst},
-	}
+	// rest is kept in the Result, so it is allocated once, at its final size.
+	inbound := ix.inbound(sc, proxy)
+	rest := make([]Cluster, 0, len(inbound)+4)
+	rest = append(rest,
+		Cluster{Name: "BlackHoleCluster", Type: TypeStatic},
+		Cluster{Name: "PassthroughCluster", Type: TypeOriginalDst},
+	)
 	if scope.outbound == "ALLOW_ANY_DYNAMIC_DNS" {
 		rest = append(rest, Cluster{Name: "AllowAnyDynamicDNSCluster", Type: "DYNAMIC_FORWARD_PROXY"})
 	}
-	rest = append(rest, ix.inbound(sc, proxy)...)
+	rest = append(rest, inbound...)
 	if ix.ver.UnifiedInboundPassthrough() { // R43
 		rest = append(rest, Cluster{Name: "InboundPassthroughCluster", Type: TypeOriginalDst})
 	} else {
