@@ -74,6 +74,16 @@ func SidecarListenerProtocol(p string) string {
 	return ""
 }
 
+// HTTPListener reports whether a listener of protocol p is an HTTP listener (HTTP, HTTP2,
+// GRPC, GRPC-Web), ignoring case. Istio: pilot/pkg/networking.ModelProtocolToListenerProtocol.
+func HTTPListener(p string) bool {
+	switch ParseProtocol(p) {
+	case HTTP, HTTP2, GRPC, GRPCWeb:
+		return true
+	}
+	return false
+}
+
 // wellKnownTCPPorts are the ports whose unnamed Kubernetes ports Istio takes for TCP.
 var wellKnownTCPPorts = map[int32]bool{25: true, 53: true, 3306: true, 27017: true}
 

@@ -89,6 +89,11 @@ func TestProtocols(t *testing.T) {
 			t.Errorf("SidecarListenerProtocol(%q) = %q, want %q", in, got, want)
 		}
 	}
+	for in, want := range map[string]bool{"http": true, "HTTP2": true, "grpc": true, "GRPC-WEB": true, "https": false, "tcp": false, "": false, "UnsupportedProtocol": false} {
+		if got := HTTPListener(in); got != want {
+			t.Errorf("HTTPListener(%q) = %v, want %v", in, got, want)
+		}
+	}
 	h2c := "kubernetes.io/h2c"
 	for _, tc := range []struct {
 		port  int32

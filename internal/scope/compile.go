@@ -334,20 +334,17 @@ func buildEgress(targets []target, system []string) []*networking.IstioEgressLis
 	slices.Sort(ports)
 	var out []*networking.IstioEgressListener
 	for _, p := range ports {
-		proto := "TCP"
-		if len(protos[p]) == 1 {
-			for k := range protos[p] {
-				if k != "" {
-					proto = k
-				}
-			}
+		proto := portListenerProtocol(protos[p])
+		name := "port-" + strconv.Itoa(int(p))
+		if proto != "" {
+			name = strings.ToLower(proto) + "-" + strconv.Itoa(int(p))
 		}
 		// System hosts are repeated on each port listener so that calls to them on
 		// this port keep their route; the clusters are the same ones the
 		// catch-all listener imports, so the count does not grow.
 		hosts := append(slices.Clone(system), byPort[p]...)
 		out = append(out, &networking.IstioEgressListener{
-			Port:  &networking.SidecarPort{Number: p, Protocol: proto, Name: strings.ToLower(proto) + "-" + strconv.Itoa(int(p))},
+			Port:  &networking.SidecarPort{Number: p, Protocol: proto, Name: name},
 			Hosts: hostsOrNone(hosts),
 		})
 	}
@@ -355,6 +352,28 @@ func buildEgress(targets []target, system []string) []*networking.IstioEgressLis
 		out = append(out, &networking.IstioEgressListener{Hosts: hostsOrNone(slices.Clone(system))})
 	}
 	return out
+}
+
+// portListenerProtocol is the protocol of a port listener whose hosts' ports have the
+// listener protocols protos ("" where Istio detects the protocol). A port listener gives
+// every host on it its own protocol (Istio: buildSidecarOutboundListeners), so it keeps
+// the one protocol the hosts agree on, and "" (detection) where they agree on none, as
+// istiod does for a port without a Sidecar. Writing TCP there would turn the HTTP calls of
+// an unnamed port into TCP proxying and silently drop their VirtualService routes. Hosts
+// that disagree get detection when each is HTTP or detected, and TCP otherwise, since
+// detection would stall a server-first TCP protocol.
+func portListenerProtocol(protos map[string]bool) string {
+	if len(protos) == 1 {
+		for p := range protos {
+			return p
+		}
+	}
+	for p := range protos {
+		if p != "" && !istioconfig.HTTPListener(p) {
+			return istioconfig.TCP
+		}
+	}
+	return ""
 }
 
 // hostsOrNone sorts and dedups hosts; no host at all becomes "~/*" (import nothing).
@@ -615,7 +634,7 @@ func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (ta
 			t.ports = nil
 			return t, nil
 		}
-		t.proto[want] = listenerProtocol(first.Name, first.AppProtocol)
+		t.proto[want] = istioconfig.SidecarListenerProtocol(istioconfig.ConvertKubeProtocol(first.Port, first.Name, first.Protocol, first.AppProtocol))
 		t.ports = append(t.ports, want)
 	}
 	return t, nil
@@ -680,18 +699,6 @@ func seRank(h, want, seNs, ns string) int {
 		rank++
 	}
 	return rank
-}
-
-// listenerProtocol picks an egress listener protocol from a Service port's appProtocol or
-// name prefix, or "" when it names no listener protocol. It reads the prefix as Istio does
-// (istioconfig.ParseProtocol) but, unlike istioconfig.ConvertKubeProtocol, gives a
-// "grpc-web" port GRPC and the kubernetes.io/ appProtocols no protocol.
-func listenerProtocol(name string, appProtocol *string) string {
-	if appProtocol != nil {
-		name = *appProtocol
-	}
-	prefix, _, _ := strings.Cut(name, "-")
-	return istioconfig.SidecarListenerProtocol(istioconfig.ParseProtocol(prefix))
 }
 
 // namespaceExposes reports whether a Service or ServiceEntry of ns has a port numbered p.

@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -342,5 +343,71 @@ spec:
 `))
 	if _, probs := Decompile(sc, Options{}, ""); len(probs) != 1 || probs[0].Summary != "Egress Host Not Importable" || !strings.Contains(probs[0].Detail, `"*/*"`) {
 		t.Errorf("*/* import problems = %+v", probs)
+	}
+}
+
+// TestCompilePortListenerKeepsIstiosProtocol: a port listener carries the protocol istiod
+// gives the Service port without a Sidecar (R2, istioconfig.ConvertKubeProtocol): an
+// unnamed-protocol port ("web") gets no protocol, so that istiod keeps detecting HTTP on it
+// rather than proxying it as TCP; Kubernetes' appProtocols and "grpc-web" are read as Istio
+// reads them; hosts that disagree on a port get detection when each is HTTP or detected, and
+// TCP when one is a TCP protocol.
+func TestCompilePortListenerKeepsIstiosProtocol(t *testing.T) {
+	inv := mesh.New()
+	if err := inv.AddYAML("ports", []byte(`apiVersion: v1
+kind: Namespace
+metadata: {name: a}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s1, namespace: a}
+spec:
+  selector: {app: s1}
+  ports:
+  - {port: 81, name: web}
+  - {port: 82, name: x, appProtocol: kubernetes.io/h2c}
+  - {port: 83, name: grpc-web}
+  - {port: 84, name: http-api}
+  - {port: 85, name: wss, appProtocol: kubernetes.io/wss}
+  - {port: 86, name: tcp-db}
+  - {port: 87, name: http}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s2, namespace: a}
+spec:
+  selector: {app: s2}
+  ports:
+  - {port: 84, name: grpc}
+  - {port: 86, name: http}
+  - {port: 87, name: other}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	d := Declaration{Namespace: "a", Selector: map[string]string{"app": "c"}, Dependencies: []Dependency{
+		{Service: "s1.a", Ports: []uint32{81, 82, 83, 84, 85, 86, 87}},
+		{Service: "s2.a", Ports: []uint32{84, 86, 87}},
+	}}
+	r, probs := Compile(inv, d, Options{})
+	if len(probs) > 0 {
+		t.Fatalf("problems: %+v", probs)
+	}
+	want := map[uint32][2]string{ // port: protocol, listener name
+		81: {"", "port-81"},       // "web": no protocol Istio knows, detected
+		82: {"HTTP2", "http2-82"}, // kubernetes.io/h2c
+		83: {"GRPC-WEB", "grpc-web-83"},
+		84: {"", "port-84"},       // HTTP and GRPC: both HTTP, detected
+		85: {"HTTPS", "https-85"}, // kubernetes.io/wss
+		86: {"TCP", "tcp-86"},     // TCP and HTTP: TCP, as detection would stall a server-first protocol
+		87: {"", "port-87"},       // HTTP and detected: detected
+	}
+	got := map[uint32][2]string{}
+	for _, e := range r.Sidecar.Spec.GetEgress() {
+		if p := e.GetPort(); p != nil {
+			got[p.GetNumber()] = [2]string{p.GetProtocol(), p.GetName()}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("port listeners (protocol, name):\n got %v\nwant %v\n%s", got, want, r.Manifest)
 	}
 }
