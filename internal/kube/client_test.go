@@ -87,6 +87,19 @@ func TestLazyClientNeverDialsOnNew(t *testing.T) {
 	}
 }
 
+// TestClientLimitsRequestsAboveClientGoDefaults: the client sends up to DefaultQPS requests
+// a second, in bursts of DefaultBurst, not client-go's 5 and 10, under which an apply of
+// many scopes waits on the client; and it bounds each request with DefaultRequestTimeout.
+func TestClientLimitsRequestsAboveClientGoDefaults(t *testing.T) {
+	c := New(Config{Host: "https://unreachable.invalid:1"})
+	if err := c.init(); err != nil {
+		t.Fatal(err)
+	}
+	if c.rc.QPS != DefaultQPS || c.rc.Burst != DefaultBurst || c.rc.Timeout != DefaultRequestTimeout {
+		t.Errorf("QPS %v, burst %d, timeout %v; want %v, %d, %v", c.rc.QPS, c.rc.Burst, c.rc.Timeout, float32(DefaultQPS), DefaultBurst, DefaultRequestTimeout)
+	}
+}
+
 // TestRestConfig_KubeconfigProblems: a missing file, a file that does not parse and an unknown
 // context are each named as such, not as an unreachable cluster or a missing configuration.
 func TestRestConfig_KubeconfigProblems(t *testing.T) {
