@@ -228,6 +228,7 @@ func (r *resolver) egress(d Declaration, targets []target, opts Options) ([]*net
 		}
 	}
 	probs = append(probs, portlessProblems(d, targets)...)
+	probs = append(probs, mixedProtocolProblems(d, targets)...)
 	return buildEgress(targets, system), probs
 }
 
@@ -283,6 +284,50 @@ func portlessProblems(d Declaration, targets []target) []Problem {
 			Detail: fmt.Sprintf("%s, while %s list theirs. A Sidecar narrows by port only when every dependency does, so this "+
 				"dependency makes the whole Sidecar import every port of every dependency. List its ports, or drop ports "+
 				"from the others to say so.", why, quoteList(withPorts, 3))})
+	}
+	return probs
+}
+
+// mixedProtocolProblems warns, on each dependency whose port is HTTP or detected, when
+// another dependency makes that port's listener TCP (portListenerProtocol): the one listener
+// of the port then proxies its calls as TCP, without their VirtualService routes.
+func mixedProtocolProblems(d Declaration, targets []target) []Problem {
+	protos := map[uint32]map[string]bool{}
+	for _, t := range targets {
+		if len(t.ports) == 0 {
+			return nil // not port-level: each service keeps its own protocol
+		}
+		for _, p := range t.ports {
+			if protos[p] == nil {
+				protos[p] = map[string]bool{}
+			}
+			protos[p][t.proto[p]] = true
+		}
+	}
+	var probs []Problem
+	for _, t := range targets {
+		for _, p := range t.ports {
+			mine := t.proto[p]
+			if portListenerProtocol(protos[p]) != istioconfig.TCP || (mine != "" && !istioconfig.HTTPListener(mine)) {
+				continue
+			}
+			var tcp []string
+			for _, o := range targets {
+				if op, ok := o.proto[p]; ok && slices.Contains(o.ports, p) && op != "" && !istioconfig.HTTPListener(op) {
+					tcp = append(tcp, d.Dependencies[o.index].Service)
+				}
+			}
+			kind := "HTTP"
+			if mine == "" {
+				kind = "detected (its name names no protocol)"
+			}
+			probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "Port Listener Is TCP",
+				Detail: fmt.Sprintf("The dependency %q calls port %d, whose protocol is %s, but %s on the same port is %s. A Sidecar has one "+
+					"listener per port, which meshscope makes TCP, so calls to %q on port %d are proxied as TCP only: its "+
+					"VirtualService routes and HTTP telemetry do not apply. Drop ports from the dependencies, so that each "+
+					"service keeps its own protocol, or give the ports one protocol.",
+					d.Dependencies[t.index].Service, p, kind, quoteList(tcp, 3), istioconfig.TCP, d.Dependencies[t.index].Service, p)})
+		}
 	}
 	return probs
 }

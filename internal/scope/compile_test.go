@@ -389,8 +389,13 @@ spec:
 		{Service: "s2.a", Ports: []uint32{84, 86, 87}},
 	}}
 	r, probs := Compile(inv, d, Options{})
-	if len(probs) > 0 {
+	if r == nil {
 		t.Fatalf("problems: %+v", probs)
+	}
+	// Port 86: s2.a's HTTP calls go through the TCP listener s1.a's tcp-db makes, and say so.
+	if len(probs) != 1 || !probs[0].Warning || probs[0].Index != 1 || probs[0].Summary != "Port Listener Is TCP" ||
+		!strings.Contains(probs[0].Detail, `"s2.a" calls port 86, whose protocol is HTTP, but "s1.a" on the same port is TCP`) {
+		t.Errorf("problems: %+v; want one warning on dependencies[1] about port 86", probs)
 	}
 	want := map[uint32][2]string{ // port: protocol, listener name
 		81: {"", "port-81"},       // "web": no protocol Istio knows, detected
