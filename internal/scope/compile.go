@@ -400,13 +400,13 @@ func buildEgress(targets []target, system []string) []*networking.IstioEgressLis
 }
 
 // portListenerProtocol is the protocol of a port listener whose hosts' ports have the
-// listener protocols protos ("" where Istio detects the protocol). A port listener gives
-// every host on it its own protocol (Istio: buildSidecarOutboundListeners), so it keeps
-// the one protocol the hosts agree on, and "" (detection) where they agree on none, as
-// istiod does for a port without a Sidecar. Writing TCP there would turn the HTTP calls of
-// an unnamed port into TCP proxying and silently drop their VirtualService routes. Hosts
-// that disagree get detection when each is HTTP or detected, and TCP otherwise, since
-// detection would stall a server-first TCP protocol.
+// listener protocols protos ("" where Istio detects the protocol). istiod gives every host
+// of a port listener the listener's protocol (buildSidecarOutboundListeners), so the
+// listener keeps the one protocol the hosts agree on, "" included: TCP on a port istiod
+// would detect turns its HTTP calls into TCP proxying and drops their VirtualService
+// routes. Hosts that disagree get detection when each is HTTP or detected, and TCP
+// otherwise, since detection would stall a server-first TCP protocol
+// (mixedProtocolProblems warns about the HTTP calls that then go through TCP).
 func portListenerProtocol(protos map[string]bool) string {
 	if len(protos) == 1 {
 		for p := range protos {
