@@ -6,7 +6,7 @@
 #
 #   make bench                         everything (about half an hour on 2 cores)
 #   make bench BENCH_FLAGS=-quick      the same pipeline on small meshes
-#   make testenv bench                 also plan against the test control plane's API server
+#   make testenv bench                 also plan, apply and destroy against the test control plane's API server
 #   make bench-render                  docs/benchmarks.md again from the recorded results, without measuring
 #
 # BENCH_WORK holds the meshes, binaries, raw outputs and profiles. BENCH_BASELINE is the

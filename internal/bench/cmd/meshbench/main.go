@@ -13,7 +13,9 @@
 //     module's BenchmarkIstioClusters on the same mesh files, with a check that
 //     both compute the same cluster lists on Istio's sample of proxies;
 //  3. `terraform plan` of the workload scopes, offline and, when the test
-//     control plane (make testenv) is up, against its API server;
+//     control plane (make testenv) is up, against its API server, where the
+//     largest configuration is also applied and destroyed, side by side with
+//     the same Sidecars as kubectl_manifest resources;
 //  4. the provider binary's `diff` of the mesh-wide rollout of namespace-default
 //     Sidecars, in each output format;
 //  5. the traffic evidence: meshscope's query against a real Prometheus

@@ -47,7 +47,14 @@ func (p *planner) plan(scenario Scenario, dir string, resources, times int) {
 // planCmd is terraform plan in dir, with the CLI configuration file rc and env added to the
 // environment.
 func planCmd(dir, rc string, env ...string) *exec.Cmd {
-	cmd := exec.Command("terraform", "plan", "-input=false", "-no-color", "-lock=false", "-refresh=false")
+	return terraformCmd(dir, rc, "plan", []string{"-refresh=false"}, env...)
+}
+
+// terraformCmd is the terraform subcommand sub in dir, without input, colour or
+// state lock, with flags, the CLI configuration file rc and env added to the
+// environment.
+func terraformCmd(dir, rc, sub string, flags []string, env ...string) *exec.Cmd {
+	cmd := exec.Command("terraform", append([]string{sub, "-input=false", "-no-color", "-lock=false"}, flags...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"), env...)
 	return cmd
@@ -56,8 +63,14 @@ func planCmd(dir, rc string, env ...string) *exec.Cmd {
 // terraformPlan runs terraform plan in dir once, with the CLI configuration file rc, and
 // returns the run and its output. The error is the output's first error.
 func (b *runner) terraformPlan(dir, rc string) (PlanRun, []byte, error) {
-	fmt.Fprintf(b.log, "$ (cd %s && terraform plan)\n", dir)
-	run, err := runCmd(planCmd(dir, rc), io.Discard, true)
+	return b.terraformRun(terraformCmd(dir, rc, "plan", []string{"-refresh=false"}))
+}
+
+// terraformRun runs cmd, a terraform command, once and returns the run of its
+// process tree and its output. The error is the output's first error.
+func (b *runner) terraformRun(cmd *exec.Cmd) (PlanRun, []byte, error) {
+	fmt.Fprintf(b.log, "$ (cd %s && %s)\n", cmd.Dir, strings.Join(cmd.Args, " "))
+	run, err := runCmd(cmd, io.Discard, true)
 	if err != nil {
 		return PlanRun{}, run.Output, errors.New(firstError(run.Output, err))
 	}
@@ -218,7 +231,9 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) er
 		}
 		p.plan(ScenarioLive, dir, len(sub.Apps), runs)
 	}
+	scopes := applyConfig{ScenarioLive, filepath.Join(tfDir, fmt.Sprintf("live-%d", n)), n}
 	if b.kubectlDir == "" {
+		p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, scopes)
 		return nil
 	}
 	sc, err := os.ReadFile(bench.SidecarsFile(b.meshDir(), n, bench.PolicyMeshscope))
@@ -237,7 +252,106 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) er
 		return err
 	}
 	p.plan(ScenarioLiveKubectl, dir, count, runs)
+	p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, scopes, applyConfig{ScenarioLiveKubectl, dir, count})
 	return nil
+}
+
+// applyConfig is a configuration of the live plans that the apply stage
+// applies and destroys: resources Sidecars in dir.
+type applyConfig struct {
+	scenario  Scenario
+	dir       string
+	resources int
+}
+
+// applies runs terraform apply, then terraform destroy, of each configuration,
+// runs times, the configurations in turn so that each sees the same machine and
+// API server. A configuration whose run fails, or whose check fails, is not
+// run again.
+func (b *runner) applies(rc string, namespaces []string, runs int, configs ...applyConfig) []Apply {
+	out := make([]Apply, len(configs))
+	for i, c := range configs {
+		out[i] = Apply{Scenario: c.scenario, Resources: c.resources}
+	}
+	for range runs {
+		for i, c := range configs {
+			if out[i].Error != "" {
+				continue
+			}
+			run, err := b.applyOnce(rc, namespaces, c)
+			if err != nil {
+				out[i].Error = err.Error()
+				continue
+			}
+			out[i].Runs = append(out[i].Runs, run)
+		}
+	}
+	for _, row := range applyRows(out) {
+		name := "apply and destroy: " + scenarioName(row.Scenario, row.Resources)
+		if row.Error != "" {
+			fmt.Printf("    %-58s failed: %s\n", name, row.Error)
+			continue
+		}
+		fmt.Printf("    %-58s %7.1f s + %.1f s\n", name, row.Apply, row.Destroy)
+	}
+	return out
+}
+
+// applyOnce applies the configuration c to an API server that holds none of
+// its Sidecars, checks that it then holds all of them, destroys them and
+// checks that none is left.
+func (b *runner) applyOnce(rc string, namespaces []string, c applyConfig) (ApplyRun, error) {
+	if n, err := b.liveSidecars(namespaces); err != nil {
+		return ApplyRun{}, err
+	} else if n != 0 {
+		return ApplyRun{}, fmt.Errorf("before apply, the test API server already holds %d Sidecars in the mesh's namespaces, "+
+			"left by an interrupted run: delete them (kubectl delete sidecars --all -n NAMESPACE) or restart the test control plane (make testenv-down testenv)", n)
+	}
+	apply, _, err := b.terraformRun(terraformCmd(c.dir, rc, "apply", []string{"-auto-approve"}))
+	if err != nil {
+		return ApplyRun{}, fmt.Errorf("apply: %w", err)
+	}
+	if n, err := b.liveSidecars(namespaces); err != nil {
+		return ApplyRun{}, err
+	} else if n != c.resources {
+		return ApplyRun{}, fmt.Errorf("after apply, the test API server holds %d Sidecars in the mesh's namespaces, not %d", n, c.resources)
+	}
+	destroy, _, err := b.terraformRun(terraformCmd(c.dir, rc, "destroy", []string{"-auto-approve"}))
+	if err != nil {
+		return ApplyRun{}, fmt.Errorf("destroy: %w", err)
+	}
+	if n, err := b.liveSidecars(namespaces); err != nil {
+		return ApplyRun{}, err
+	} else if n != 0 {
+		return ApplyRun{}, fmt.Errorf("after destroy, the test API server still holds %d Sidecars in the mesh's namespaces", n)
+	}
+	return ApplyRun{Apply: apply, Destroy: destroy}, nil
+}
+
+// liveSidecars counts the Sidecars that the test API server holds in namespaces.
+func (b *runner) liveSidecars(namespaces []string) (int, error) {
+	cmd := exec.Command("kubectl", "--kubeconfig", b.cfg.kubeconfig, "--request-timeout=60s", "get", "sidecars.networking.istio.io",
+		"--all-namespaces", "-o", `jsonpath={range .items[*]}{.metadata.namespace}{"\n"}{end}`)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("counting the Sidecars of the test API server: %w", err)
+	}
+	return countIn(strings.Fields(string(out)), namespaces), nil
+}
+
+// countIn counts the items of list that are in set.
+func countIn(list, set []string) int {
+	in := make(map[string]bool, len(set))
+	for _, s := range set {
+		in[s] = true
+	}
+	n := 0
+	for _, l := range list {
+		if in[l] {
+			n++
+		}
+	}
+	return n
 }
 
 func (b *runner) testenvUp() (bool, string) {

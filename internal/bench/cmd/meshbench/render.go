@@ -109,6 +109,7 @@ type view struct {
 	Growth   []growthRow
 	Shared   []sharedRow
 	Plans    []planRow
+	Applies  []applyRow
 	Diff     *diffView
 	Evidence *evidenceView
 	Profile  profileView
@@ -122,6 +123,9 @@ func newView(r *Results) *view {
 	v.FloorLines = floorLines(r.Floor)
 	v.speed()
 	v.Plans = planRows(r.Terraform)
+	if r.Terraform != nil {
+		v.Applies = applyRows(r.Terraform.Applies)
+	}
 	v.Diff = newDiffView(r.Diff)
 	v.Evidence = newEvidenceView(r.Evidence)
 	v.Targets = v.targets()
@@ -191,7 +195,13 @@ type targets struct {
 type gap struct {
 	Live, Kubectl float64
 	Provider      string
+	// LiveApply, KubectlApply, LiveDestroy and KubectlDestroy are the median
+	// apply and destroy times of the same configurations; zero when not measured.
+	LiveApply, KubectlApply, LiveDestroy, KubectlDestroy float64
 }
+
+// Applied says whether both configurations were applied and destroyed.
+func (g *gap) Applied() bool { return g.LiveApply > 0 && g.KubectlApply > 0 }
 
 type speedTarget struct {
 	Prediction *Prediction
@@ -263,6 +273,15 @@ func (v *view) targets() targets {
 	}
 	if live != nil && kubectl != nil {
 		t.Gap = &gap{Live: live.Wall, Kubectl: kubectl.Wall, Provider: r.Terraform.KubectlProvider}
+		for _, a := range v.Applies {
+			switch {
+			case a.Error != "" || a.Runs == 0:
+			case a.Scenario == ScenarioLive && a.Resources == live.Resources:
+				t.Gap.LiveApply, t.Gap.LiveDestroy = a.Apply, a.Destroy
+			case a.Scenario == ScenarioLiveKubectl && a.Resources == kubectl.Resources:
+				t.Gap.KubectlApply, t.Gap.KubectlDestroy = a.Apply, a.Destroy
+			}
+		}
 	}
 	return t
 }
@@ -433,6 +452,41 @@ func planRows(tf *Terraform) []planRow {
 	return rows
 }
 
+// applyRow is an Apply with its medians: Apply and Destroy in seconds,
+// ApplyCPU and ApplyProviderCPU in ns; TreeRSS is the largest of every run.
+type applyRow struct {
+	Scenario           Scenario
+	Resources          int
+	Error              string
+	Runs               int
+	ApplyNs, DestroyNs Sample
+	Apply, Destroy     float64
+	ApplyCPU           float64
+	ApplyProviderCPU   float64
+	TreeRSS            int64
+}
+
+func applyRows(applies []Apply) []applyRow {
+	rows := make([]applyRow, 0, len(applies))
+	for _, a := range applies {
+		row := applyRow{Scenario: a.Scenario, Resources: a.Resources, Error: a.Error, Runs: len(a.Runs)}
+		var cpu, prov Sample
+		for _, run := range a.Runs {
+			row.ApplyNs = append(row.ApplyNs, float64(run.Apply.WallNs))
+			row.DestroyNs = append(row.DestroyNs, float64(run.Destroy.WallNs))
+			cpu = append(cpu, float64(run.Apply.CPUNs))
+			prov = append(prov, float64(run.Apply.ProviderCPUNs))
+			row.TreeRSS = max(row.TreeRSS, run.Apply.TreeRSSBytes, run.Destroy.TreeRSSBytes)
+		}
+		if len(a.Runs) > 0 {
+			row.Apply, row.Destroy = row.ApplyNs.Median()/1e9, row.DestroyNs.Median()/1e9
+			row.ApplyCPU, row.ApplyProviderCPU = cpu.Median(), prov.Median()
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 // ---- 4. diff ----
 
 type diffView struct {
@@ -597,6 +651,15 @@ func summary(r *Results) string {
 			continue
 		}
 		fmt.Fprintf(&t, "terraform: %-60s %8.1f s  %s\n", scenarioName(p.Scenario, p.Resources), p.Wall, mib(p.TreeRSS))
+	}
+	if r.Terraform != nil {
+		for _, a := range applyRows(r.Terraform.Applies) {
+			if a.Error != "" {
+				fmt.Fprintf(&t, "terraform apply and destroy: %s: %s\n", scenarioName(a.Scenario, a.Resources), a.Error)
+				continue
+			}
+			fmt.Fprintf(&t, "terraform apply and destroy: %-42s %8.1f s + %.1f s  %s\n", scenarioName(a.Scenario, a.Resources), a.Apply, a.Destroy, mib(a.TreeRSS))
+		}
 	}
 	if d := newDiffView(r.Diff); d != nil {
 		for _, row := range d.Rows {

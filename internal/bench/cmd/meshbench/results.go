@@ -171,6 +171,27 @@ type Terraform struct {
 	TestenvDown string `json:"testenv_down,omitempty"`
 	// Live is the loading of the mesh into the test API server.
 	Live *LiveLoad `json:"live,omitempty"`
+	// Applies are terraform apply and destroy of the live configurations
+	// (ScenarioLive, ScenarioLiveKubectl), in turn, against the test API server.
+	Applies []Apply `json:"applies,omitempty"`
+}
+
+// Apply is the runs of terraform apply, then destroy, of one configuration
+// against the test API server. Each run starts from an empty state and no
+// Sidecars, and is checked: after apply the API server holds Resources
+// Sidecars in the mesh's namespaces, after destroy none.
+type Apply struct {
+	Scenario  Scenario   `json:"scenario"`
+	Resources int        `json:"resources"`
+	Runs      []ApplyRun `json:"runs"`
+	// Error is the first error of a failed run, or the check it failed.
+	Error string `json:"error,omitempty"`
+}
+
+// ApplyRun is one terraform apply and the terraform destroy after it.
+type ApplyRun struct {
+	Apply   PlanRun `json:"apply"`
+	Destroy PlanRun `json:"destroy"`
 }
 
 // Plan is the runs of terraform plan on one configuration.
