@@ -27,7 +27,10 @@ type Run struct {
 	// TreeRSS is the largest sum of the resident sets of the process and all its
 	// descendants at one instant, sampled every 100 ms (0 when not sampled).
 	TreeRSS int64
-	// ChildCPU is the CPU time of each descendant, by command name, at its last sample.
+	// ChildCPU is the CPU time of the descendants, summed by command name, each
+	// at its last sample: a process started again under the same name (Terraform
+	// starts a provider once per graph walk) adds to it. The CPU a process spends
+	// after its last sample, at most one sampling period, is not counted.
 	ChildCPU map[string]time.Duration
 	Output   []byte
 }
@@ -43,6 +46,8 @@ func runCmd(cmd *exec.Cmd, log io.Writer, tree bool) (Run, error) {
 		return Run{}, err
 	}
 	r := Run{ChildCPU: map[string]time.Duration{}}
+	// children holds each descendant's last sample, by pid.
+	children := map[int]proc{}
 	done := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -57,7 +62,7 @@ func runCmd(cmd *exec.Cmd, log io.Writer, tree bool) (Run, error) {
 				for _, p := range processTree(pid) {
 					sum += p.rss
 					if p.pid != pid {
-						r.ChildCPU[p.comm] = p.cpu
+						children[p.pid] = p
 					}
 				}
 				r.TreeRSS = max(r.TreeRSS, sum)
@@ -72,6 +77,9 @@ func runCmd(cmd *exec.Cmd, log io.Writer, tree bool) (Run, error) {
 	err := cmd.Wait()
 	close(done)
 	<-sampled
+	for _, p := range children {
+		r.ChildCPU[p.comm] += p.cpu
+	}
 	r.Wall = time.Since(start)
 	r.Output = out.Bytes()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {

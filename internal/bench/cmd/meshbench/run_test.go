@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"os/exec"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseBench(t *testing.T) {
@@ -51,5 +55,28 @@ func TestMeasureExec(t *testing.T) {
 	}
 	if err := measureExec(nil, &out, &errb); err == nil {
 		t.Error("no command: no error")
+	}
+}
+
+// TestRunCmdSumsChildrenOfOneName checks that the CPU of descendants that run
+// one after the other under the same name adds up, as Terraform's provider
+// processes do (one per graph walk), instead of the last one standing for all.
+func TestRunCmdSumsChildrenOfOneName(t *testing.T) {
+	const burn = `sh -c 'i=0; while [ $i -lt 600000 ]; do i=$((i+1)); done'`
+	childCPU := func(children int) time.Duration {
+		script := strings.Repeat(burn+"; ", children) + "true"
+		r, err := runCmd(exec.Command("sh", "-c", script), io.Discard, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ChildCPU["sh"]
+	}
+	one, three := childCPU(1), childCPU(3)
+	if one <= 0 {
+		t.Fatalf("one child: no CPU sampled")
+	}
+	// Each child loses at most one sampling period (100 ms) after its last sample.
+	if three < 2*one {
+		t.Errorf("three children in turn: %v of CPU, one child: %v; want about three times as much", three, one)
 	}
 }
