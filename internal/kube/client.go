@@ -46,7 +46,15 @@ type Config struct {
 	ForceConflicts bool
 	// RequestTimeout bounds each request to the API server; 0 is DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// ListPageSize is how many objects one list request of the live inventory
+	// asks for; 0 is DefaultListPageSize.
+	ListPageSize int64
 }
+
+// DefaultListPageSize is the page size of the live inventory's list requests, kubectl's
+// --chunk-size: the client decodes a kind of a large mesh a page at a time, and the API
+// server never builds one response holding all of it.
+const DefaultListPageSize = 500
 
 // DefaultRequestTimeout bounds each request to the API server when Config sets none. client-go
 // sets none, so an API server that accepts a connection and never answers would hang the plan.

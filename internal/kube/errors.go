@@ -62,6 +62,30 @@ func (e *MissingCRDError) Error() string {
 
 func (e *MissingCRDError) Unwrap() error { return e.Err }
 
+// InvalidObjectError is an object the API server holds that the inventory
+// refuses: configuration that Kubernetes' or Istio's validation rejects, written
+// where that validation did not run (for example without Istio's webhook).
+type InvalidObjectError struct {
+	Kind, Namespace, Name string
+	Err                   error
+}
+
+func (e *InvalidObjectError) Error() string {
+	return fmt.Sprintf("the cluster's %s %s is invalid: %v", e.Kind, e.object(), e.Err)
+}
+
+func (e *InvalidObjectError) object() string {
+	if e.Namespace == "" {
+		return e.Name
+	}
+	return e.Namespace + "/" + e.Name
+}
+
+// Object is the object's name, namespace/name when it has a namespace.
+func (e *InvalidObjectError) Object() string { return e.object() }
+
+func (e *InvalidObjectError) Unwrap() error { return e.Err }
+
 // classify turns API errors into the typed errors above.
 func classify(err error, verb string, gvr schema.GroupVersionResource, ns, object string) error {
 	if err == nil {

@@ -3,12 +3,15 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
@@ -59,30 +62,36 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 	if err := c.init(); err != nil {
 		return err
 	}
+	pageSize := c.cfg.ListPageSize
+	if pageSize <= 0 {
+		pageSize = DefaultListPageSize
+	}
 	for _, k := range inventoryKinds {
-		list, err := c.dyn.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io" {
-				return &MissingCRDError{Resource: k.gvr, Err: err}
+		// The pager lists a page at a time (limit and continue), and lists again
+		// without pages when a continue token expires.
+		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return c.dyn.Resource(k.gvr).List(ctx, opts)
+		}))
+		p.PageSize = pageSize
+		// addErr is an object the inventory refuses: not an API error.
+		var addErr error
+		err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+			obj, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				addErr = fmt.Errorf("listing %s: got a %T, not an unstructured object", k.gvr.Resource, o)
+				return addErr
 			}
+			addErr = addObject(inv, k.apiVersion, k.kind, obj)
+			return addErr
+		})
+		switch {
+		case addErr != nil:
+			return addErr
+		case err == nil:
+		case apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io":
+			return &MissingCRDError{Resource: k.gvr, Err: err}
+		default:
 			return c.classify(err, "list", k.gvr, "", "")
-		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			if (k.kind == "Pod" || k.kind == "ReplicaSet") && hasController(obj) {
-				continue
-			}
-			obj.SetAPIVersion(k.apiVersion)
-			obj.SetKind(k.kind)
-			obj.SetManagedFields(nil)
-			js, err := json.Marshal(obj.Object)
-			if err != nil {
-				return err
-			}
-			src := fmt.Sprintf("cluster:%s/%s/%s", k.kind, obj.GetNamespace(), obj.GetName())
-			if err := inv.AddYAML(src, js); err != nil {
-				return err
-			}
 		}
 	}
 	if rootNamespace == "" {
@@ -105,6 +114,28 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 		}
 	}
 	return nil
+}
+
+// addObject adds obj, listed as apiVersion and kind, to inv, unless it is a Pod
+// or a ReplicaSet that a controller owns: the inventory represents those by
+// their controller.
+func addObject(inv *mesh.Inventory, apiVersion, kind string, obj *unstructured.Unstructured) error {
+	if (kind == "Pod" || kind == "ReplicaSet") && hasController(obj) {
+		return nil
+	}
+	obj.SetAPIVersion(apiVersion)
+	obj.SetKind(kind)
+	obj.SetManagedFields(nil)
+	js, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	err = inv.AddYAML(fmt.Sprintf("cluster:%s/%s/%s", kind, obj.GetNamespace(), obj.GetName()), js)
+	// The document's position in the JSON meshscope made of the object says nothing to a user.
+	if de := (*mesh.DocumentError)(nil); errors.As(err, &de) {
+		return &InvalidObjectError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: de.Err}
+	}
+	return err
 }
 
 func hasController(obj *unstructured.Unstructured) bool {

@@ -218,7 +218,10 @@ func clusterErrorSummary(err error) string {
 	var ce *kube.ConflictError
 	var ke *kube.ConfigError
 	var te *kube.TimeoutError
+	var ie *kube.InvalidObjectError
 	switch {
+	case errors.As(err, &ie):
+		return "Invalid Object In The Cluster"
 	case errors.As(err, &te):
 		return "Cluster Not Answering"
 	case errors.As(err, &ke):
@@ -246,7 +249,13 @@ func clusterErrorAdvice(err error) string {
 	var ce *kube.ConflictError
 	var ke *kube.ConfigError
 	var te *kube.TimeoutError
+	var ie *kube.InvalidObjectError
 	switch {
+	case errors.As(err, &ie):
+		return fmt.Sprintf("The API server holds %s %s, which Kubernetes' or Istio's validation rejects: %v. "+
+			"It was written where that validation did not run (for example without Istio's validating webhook), and "+
+			"meshscope cannot predict the mesh with it. Fix or delete that object in the cluster, then plan again.",
+			ie.Kind, ie.Object(), ie.Err)
 	case errors.As(err, &te):
 		return fmt.Sprintf("The API server accepted the connection but did not answer %s within %s. Check its health and "+
 			"the network path to it (a proxy or load balancer that holds connections open), or raise "+

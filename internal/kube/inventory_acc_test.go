@@ -1,0 +1,113 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
+)
+
+// TestLoadInventory_PagesHoldEveryObject lists the live inventory a page of
+// two objects at a time and checks that it holds every Service and
+// ServiceEntry of the API server, as one unpaged list of each sees them, and
+// every object of a namespace that needs several pages.
+func TestLoadInventory_PagesHoldEveryObject(t *testing.T) {
+	c := testenv.Connect(t)
+	ns := c.UniqueNamespace(t, "pages", nil)
+	var docs []string
+	for i := range 5 {
+		docs = append(docs,
+			fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: svc-%d}\nspec: {ports: [{name: http, port: 80}]}\n", i),
+			fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: se-%d}\nspec: {hosts: [se-%d.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: DNS}\n", i, i))
+	}
+	c.ApplyYAML(t, strings.Join(docs, "---\n"), testenv.InNamespace(ns))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	inv := mesh.New()
+	client := New(Config{ConfigPaths: []string{c.Env.Kubeconfig}, ListPageSize: 2})
+	if err := client.LoadInventory(ctx, inv, ""); err != nil {
+		t.Fatalf("LoadInventory: %v", err)
+	}
+
+	services, err := c.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := c.Dynamic.Resource(ServiceEntryGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, s := range services.Items {
+		want["Service/"+s.Namespace+"/"+s.Name] = true
+	}
+	for _, e := range entries.Items {
+		want["ServiceEntry/"+e.GetNamespace()+"/"+e.GetName()] = true
+	}
+	got := map[string]bool{}
+	for _, s := range inv.Services {
+		got["Service/"+s.Namespace+"/"+s.Name] = true
+	}
+	for _, e := range inv.ServiceEntries {
+		got["ServiceEntry/"+e.Namespace+"/"+e.Name] = true
+	}
+	for i := range 5 {
+		for _, k := range []string{fmt.Sprintf("Service/%s/svc-%d", ns, i), fmt.Sprintf("ServiceEntry/%s/se-%d", ns, i)} {
+			if !want[k] {
+				t.Fatalf("the API server does not list %s, which the test applied", k)
+			}
+		}
+	}
+	for k := range want {
+		if !got[k] {
+			t.Errorf("the inventory, listed in pages of 2, lacks %s", k)
+		}
+	}
+	for k := range got {
+		if !want[k] {
+			t.Errorf("the inventory holds %s, which the API server does not list", k)
+		}
+	}
+}
+
+// TestLoadInventory_RefusedObjectOnALaterPageNamesIt checks that an object
+// the API server holds but the inventory refuses (a ServiceEntry host that
+// Istio's webhook would reject, written where no webhook runs) fails the load
+// with an error that names it, when it comes on a later page than the first.
+func TestLoadInventory_RefusedObjectOnALaterPageNamesIt(t *testing.T) {
+	c := testenv.Connect(t)
+	ns := c.UniqueNamespace(t, "refused", nil)
+	docs := "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: a-good}\nspec: {hosts: [good.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: DNS}\n---\n" +
+		"apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: z-bad}\nspec: {hosts: [\"not a host!!\"], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS}\n"
+	c.ApplyYAML(t, docs, testenv.InNamespace(ns))
+	// Every other live test reads the whole cluster: the bad entry goes first, whatever happens.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.Dynamic.Resource(ServiceEntryGVR).Namespace(ns).Delete(ctx, "z-bad", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting %s/z-bad: %v", ns, err)
+		}
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := New(Config{ConfigPaths: []string{c.Env.Kubeconfig}, ListPageSize: 1}).LoadInventory(ctx, mesh.New(), "")
+	if err == nil {
+		t.Fatal("LoadInventory accepted a ServiceEntry with the host \"not a host!!\"")
+	}
+	var ie *InvalidObjectError
+	if !errors.As(err, &ie) || ie.Kind != "ServiceEntry" || ie.Object() != ns+"/z-bad" {
+		t.Fatalf("error %q (%T), want an InvalidObjectError for ServiceEntry %s/z-bad", err, err, ns)
+	}
+	if !strings.Contains(err.Error(), `"not a host!!"`) || strings.Contains(err.Error(), "document") {
+		t.Errorf("error %q: want the host and no document position", err)
+	}
+}
