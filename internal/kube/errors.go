@@ -71,18 +71,16 @@ type InvalidObjectError struct {
 }
 
 func (e *InvalidObjectError) Error() string {
-	return fmt.Sprintf("the cluster's %s %s is invalid: %v", e.Kind, e.object(), e.Err)
+	return fmt.Sprintf("the cluster's %s %s is invalid: %v", e.Kind, e.Object(), e.Err)
 }
 
-func (e *InvalidObjectError) object() string {
+// Object is the object's name, namespace/name when it has a namespace.
+func (e *InvalidObjectError) Object() string {
 	if e.Namespace == "" {
 		return e.Name
 	}
 	return e.Namespace + "/" + e.Name
 }
-
-// Object is the object's name, namespace/name when it has a namespace.
-func (e *InvalidObjectError) Object() string { return e.object() }
 
 func (e *InvalidObjectError) Unwrap() error { return e.Err }
 

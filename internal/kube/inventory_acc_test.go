@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,17 +86,9 @@ func TestLoadInventory_PagesHoldEveryObject(t *testing.T) {
 func TestLoadInventory_RefusedObjectOnALaterPageNamesIt(t *testing.T) {
 	c := testenv.Connect(t)
 	ns := c.UniqueNamespace(t, "refused", nil)
-	docs := "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: a-good}\nspec: {hosts: [good.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: DNS}\n---\n" +
-		"apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: z-bad}\nspec: {hosts: [\"not a host!!\"], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS}\n"
-	c.ApplyYAML(t, docs, testenv.InNamespace(ns))
-	// Every other live test reads the whole cluster: the bad entry goes first, whatever happens.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := c.Dynamic.Resource(ServiceEntryGVR).Namespace(ns).Delete(ctx, "z-bad", metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting %s/z-bad: %v", ns, err)
-		}
-	})
+	c.ApplyYAML(t, "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: a-good}\n"+
+		"spec: {hosts: [good.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: DNS}\n", testenv.InNamespace(ns))
+	c.ApplyInvalidServiceEntry(t, ns, "z-bad")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -107,7 +100,7 @@ func TestLoadInventory_RefusedObjectOnALaterPageNamesIt(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Kind != "ServiceEntry" || ie.Object() != ns+"/z-bad" {
 		t.Fatalf("error %q (%T), want an InvalidObjectError for ServiceEntry %s/z-bad", err, err, ns)
 	}
-	if !strings.Contains(err.Error(), `"not a host!!"`) || strings.Contains(err.Error(), "document") {
+	if !strings.Contains(err.Error(), strconv.Quote(testenv.InvalidHost)) || strings.Contains(err.Error(), "document") {
 		t.Errorf("error %q: want the host and no document position", err)
 	}
 }

@@ -241,6 +241,27 @@ func (c *Cluster) ApplyYAML(t testing.TB, docs string, opts ...ApplyOption) []*u
 	return out
 }
 
+// InvalidHost is a ServiceEntry host that Istio's validation rejects.
+const InvalidHost = "not a host!!"
+
+// ApplyInvalidServiceEntry writes the ServiceEntry ns/name with the host InvalidHost, as a
+// cluster without Istio's validating webhook would hold it (the test control plane runs none).
+// Every live test reads the whole cluster, so the entry is deleted as soon as the test ends,
+// before its namespace is emptied, whatever happens.
+func (c *Cluster) ApplyInvalidServiceEntry(t testing.TB, ns, name string) {
+	t.Helper()
+	c.ApplyYAML(t, fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: %s}\n"+
+		"spec: {hosts: [%q], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS}\n", name, InvalidHost), InNamespace(ns))
+	gvr := schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "serviceentries"}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.Dynamic.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting ServiceEntry %s/%s: %v", ns, name, err)
+		}
+	})
+}
+
 // Apply is ApplyYAML returning an error.
 func (c *Cluster) Apply(ctx context.Context, docs string, opts ...ApplyOption) ([]*unstructured.Unstructured, error) {
 	var o applyOptions
