@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 )
 
 const clustersUsage = `Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
@@ -70,7 +70,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		if !slices.Contains(inv.NamespaceNames(), *ns) {
 			fmt.Fprintf(stderr, "error: namespace %q is not in the inventory.%s Give the manifests of that namespace with -f, or correct the name.\n",
-				*ns, suggest.DidYouMean(*ns, inv.NamespaceNames()))
+				*ns, didyoumean.DidYouMean(*ns, inv.NamespaceNames()))
 			return ExitError
 		}
 		l, err := parseLabels(*lbls)

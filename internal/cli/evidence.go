@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
@@ -254,7 +254,7 @@ func checkNamespaces(names []string, inv *mesh.Inventory, stderr io.Writer) int 
 	for _, ns := range names {
 		if !slices.Contains(known, ns) {
 			fmt.Fprintf(stderr, "error: --namespace %q is not a namespace of the inventory.%s Give the manifests of that namespace with -f, or correct the name.\n",
-				ns, suggest.DidYouMean(ns, known))
+				ns, didyoumean.DidYouMean(ns, known))
 			return ExitError
 		}
 	}

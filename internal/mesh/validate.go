@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 )
 
 // The kinds meshscope reads, by API group.
@@ -38,10 +38,10 @@ func checkKind(group, kind string) error {
 			return nil
 		}
 	}
-	// suggest.Nearest's measure finds the kind; the tighter cut-off of two edits is not a second
+	// didyoumean.Nearest's measure finds the kind; the tighter cut-off of two edits is not a second
 	// "did you mean" rule but what makes an unknown kind an error rather than an ignored object:
 	// a CRD's kind a few letters from "Service" must still load.
-	if near := suggest.Nearest(kind, readKinds[group], 1); len(near) == 1 && suggest.Distance(strings.ToLower(kind), strings.ToLower(near[0])) <= 2 {
+	if near := didyoumean.Nearest(kind, readKinds[group], 1); len(near) == 1 && didyoumean.Distance(strings.ToLower(kind), strings.ToLower(near[0])) <= 2 {
 		return fmt.Errorf("unknown kind %q: did you mean %q? (meshscope would otherwise skip this object)", kind, near[0])
 	}
 	for g, kinds := range readKinds {

@@ -16,7 +16,7 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
@@ -222,7 +222,7 @@ func (d *observedDependenciesDataSource) selectWorkloads(ctx context.Context, in
 		}
 	}
 	if !namespaceKnown(inv, ns) {
-		hint := suggest.DidYouMean(ns, inv.NamespaceNames())
+		hint := didyoumean.DidYouMean(ns, inv.NamespaceNames())
 		if inv.Empty() {
 			hint = mesh.EmptyHint
 		}
@@ -241,7 +241,7 @@ func (d *observedDependenciesDataSource) selectWorkloads(ctx context.Context, in
 		if len(out) == 0 {
 			diags.AddAttributeError(path.Root("workload"), "Workload Not Found",
 				fmt.Sprintf("No workload named %q is in namespace %q of the inventory.%s Istio names a workload by its "+
-					"controller (Deployment, StatefulSet, DaemonSet, Job) or a bare Pod's name.", name, ns, suggest.DidYouMean(name, known)))
+					"controller (Deployment, StatefulSet, DaemonSet, Job) or a bare Pod's name.", name, ns, didyoumean.DidYouMean(name, known)))
 		}
 		return out, diags
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 )
 
 var (
@@ -121,7 +121,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	// The inventory with this provider's own writes: a read after an apply sees it.
 	inv, livePr := d.data.live()
 	if !namespaceKnown(inv, proxy.Namespace) {
-		hint := suggest.DidYouMean(proxy.Namespace, inv.NamespaceNames())
+		hint := didyoumean.DidYouMean(proxy.Namespace, inv.NamespaceNames())
 		if inv.Empty() {
 			hint = mesh.EmptyHint
 		}

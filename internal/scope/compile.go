@@ -18,7 +18,7 @@ import (
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/suggest"
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 )
 
 // Result is a compiled scope.
@@ -98,7 +98,7 @@ func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
 		errf(AttrNamespace, -1, "", "Invalid Namespace", "The namespace %q is not a valid Kubernetes namespace name: %s.", d.Namespace, strings.Join(errs, "; "))
 	} else if !slices.Contains(inv.NamespaceNames(), d.Namespace) {
-		hint := suggest.DidYouMean(d.Namespace, inv.NamespaceNames())
+		hint := didyoumean.DidYouMean(d.Namespace, inv.NamespaceNames())
 		if inv.Empty() {
 			hint = mesh.EmptyHint
 		}
@@ -564,7 +564,7 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 			return bad("Malformed Host", "The dependency %q is not a Kubernetes service, a ServiceEntry host or a whole namespace. A namespace is written \"ns/*\" with a valid namespace name.", s)
 		}
 		if !slices.Contains(r.inv.NamespaceNames(), ns) {
-			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, suggest.DidYouMean(s, r.knownNames()))
+			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, didyoumean.DidYouMean(s, r.knownNames()))
 		}
 		t := target{host: ns + "/*"}
 		if len(dep.Ports) > 0 {
@@ -602,18 +602,18 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 func (r *resolver) didYouMean(raw, host string) string {
 	parts := strings.Split(host, ".")
 	if len(parts) < 3 || parts[2] != "svc" {
-		return suggest.DidYouMean(raw, r.knownNames())
+		return didyoumean.DidYouMean(raw, r.knownNames())
 	}
 	suffix := "." + strings.Join(parts[2:], ".")
 	var short []string
 	for _, svc := range r.inv.Services {
 		short = append(short, svc.Name+"."+svc.Namespace)
 	}
-	names := suggest.Nearest(parts[0]+"."+parts[1], short, 3)
+	names := didyoumean.Nearest(parts[0]+"."+parts[1], short, 3)
 	for i := range names {
 		names[i] += suffix
 	}
-	return suggest.DidYouMean(raw, names)
+	return didyoumean.DidYouMean(raw, names)
 }
 
 func (r *resolver) kubeService(host string) *mesh.Service {

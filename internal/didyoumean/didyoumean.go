@@ -1,7 +1,7 @@
-// Package suggest finds the known names nearest to a misspelt one, for the "Did you mean"
+// Package didyoumean finds the known names nearest to a misspelt one, for the "Did you mean"
 // of an error message. It is shared by the loader, the compiler, the provider and the command
 // line, so that every message suggests by the same measure.
-package suggest
+package didyoumean
 
 import (
 	"sort"
