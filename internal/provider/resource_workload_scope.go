@@ -538,6 +538,7 @@ func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.
 			addSystemHostsProblem(diags, pb)
 			continue
 		}
+		pb.Detail += remedy(pb)
 		p, ok := problemPath(pb, deps)
 		switch {
 		case !ok && pb.Warning:
@@ -550,6 +551,18 @@ func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.
 			diags.AddAttributeError(p, pb.Summary, pb.Detail)
 		}
 	}
+}
+
+// remedy is what mends a compiler problem whose fix depends on how the inventory is given: in
+// Terraform, through the provider's manifests.
+func remedy(pb scope.Problem) string {
+	switch {
+	case pb.Code == scope.CodeUnknownNamespace && pb.Attribute == scope.AttrNamespace:
+		return " Add its Namespace manifest (or objects in it) to the provider's manifests, or fix the name."
+	case pb.Code == scope.CodeUnknownService:
+		return " Add the service's manifest to the provider's manifests, or fix the name."
+	}
+	return ""
 }
 
 // addSystemHostsProblem reports a problem of the provider's system_hosts on the scope.
@@ -566,7 +579,7 @@ func addSystemHostsProblem(diags *diag.Diagnostics, pb scope.Problem) {
 // that it imports nothing from the mesh root namespace.
 func scopeWarned(problems []scope.Problem) bool {
 	for _, pb := range problems {
-		if pb.Warning && pb.Attribute == scope.AttrNone {
+		if pb.Code == scope.CodeSystemHostsMissing {
 			return true
 		}
 	}
