@@ -80,7 +80,7 @@ type planner struct {
 	// resources are the Terraform resource names given so far.
 	resources map[string]bool
 	// compiling holds the parts of the inventory scope.Compile reads.
-	compiling *compileIndex
+	compiling *scope.Index
 	// nsInv is the inventory of the namespace being planned (its Sidecars and workloads),
 	// for scope.Conflicts.
 	nsInv *mesh.Inventory
@@ -90,7 +90,7 @@ type planner struct {
 
 func newPlanner(inv *mesh.Inventory, pred *predict.Predictor, ev *traffic.Evidence, opts scope.Options, imports bool, stderr io.Writer) *planner {
 	p := &planner{inv: inv, pred: pred, ev: ev, opts: opts, domain: opts.DomainSuffix, imports: imports, stderr: stderr,
-		registry: map[string]bool{}, resources: map[string]bool{}, compiling: newCompileIndex(inv)}
+		registry: map[string]bool{}, resources: map[string]bool{}, compiling: scope.NewIndex(inv)}
 	for _, se := range inv.ServiceEntries {
 		for _, h := range se.Spec.GetHosts() {
 			if istioconfig.IsWildcard(h) {
@@ -365,7 +365,7 @@ func (p *planner) check(s *scopeSuggestion, calls []traffic.Call) bool {
 	for attempt := 0; ; attempt++ {
 		s.Deps = p.dependencies(calls, refused, portless)
 		decl := s.declaration()
-		res, problems := scope.Compile(p.compiling.inventory(decl), decl, p.opts)
+		res, problems := scope.Compile(p.compiling.Inventory(decl), decl, p.opts)
 		retry := false
 		var fatal, warns []scope.Problem
 		for _, pb := range problems {
