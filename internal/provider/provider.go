@@ -26,8 +26,8 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/kube"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
-	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 

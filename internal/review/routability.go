@@ -26,7 +26,9 @@ func NewRoutability(inv *mesh.Inventory, opts scope.Options) *Routability {
 	return &Routability{idx: scope.NewIndex(inv), opts: opts, cache: map[string]*scope.Problem{}}
 }
 
-func routeKey(ns string, d scope.Dependency) string { return fmt.Sprint(ns, "|", d.Service, "|", d.Ports) }
+func routeKey(ns string, d scope.Dependency) string {
+	return fmt.Sprint(ns, "|", d.Service, "|", d.Ports)
+}
 
 // Refusals answers for every dependency of one namespace, compiling those it has no answer for
 // yet in one declaration: the compiler reports every refused dependency of a declaration at
