@@ -468,57 +468,8 @@ func TestSuggestPrometheus(t *testing.T) {
 	}
 }
 
-func TestChooseSelector(t *testing.T) {
-	w := func(name string, labels map[string]string) *mesh.Workload {
-		return &mesh.Workload{Meta: mesh.Meta{Kind: "Deployment", Name: name, Namespace: "ns"}, PodLabels: labels}
-	}
-	list := []*mesh.Workload{
-		w("web", map[string]string{"app": "web", "version": "v1", "team": "a"}),
-		w("web-v2", map[string]string{"app": "web", "version": "v2", "team": "a"}),
-		w("api", map[string]string{"app.kubernetes.io/name": "api", "pod-template-hash": "x1", "tier": "be"}),
-		w("api-old", map[string]string{"app.kubernetes.io/name": "api", "pod-template-hash": "x2", "tier": "legacy"}),
-		w("noname", map[string]string{"tier": "be", "zone": "z1"}),
-		w("noname2", map[string]string{"tier": "fe", "zone": "z1"}),
-		w("sup", map[string]string{"app": "sup"}),
-		w("sup-more", map[string]string{"app": "sup", "extra": "1"}),
-	}
-	ix := newNSWorkloads(list)
-	for _, tc := range []struct {
-		i    int
-		want string
-	}{
-		{0, "app=web,version=v1"},                 // the name, then the version tells it apart
-		{2, "app.kubernetes.io/name=api,tier=be"}, // a stable label before the volatile hash
-		{4, "tier=be,zone=z1"},                    // no name label: the fewest labels
-		{6, "app=sup"},                            // cannot leave sup-more out: selects both
-	} {
-		want := len(ix.selected(list[tc.i].PodLabels))
-		sel := ix.chooseSelector(list[tc.i].PodLabels, want)
-		var got []string
-		for _, k := range sortedKeysOf(sel) {
-			got = append(got, k+"="+sel[k])
-		}
-		if strings.Join(got, ",") != tc.want {
-			t.Errorf("%s: selector %v, want %s", list[tc.i].Name, got, tc.want)
-		}
-		if n := len(ix.selected(sel)); n != want {
-			t.Errorf("%s: the selector selects %d workloads, want %d", list[tc.i].Name, n, want)
-		}
-	}
-}
-
-func TestResourceNameAndQuoting(t *testing.T) {
-	p := &planner{resources: map[string]bool{}}
-	for _, tc := range [][3]string{
-		{"shop", "web", "shop_web"},
-		{"shop", "web", "shop_web_2"},
-		{"legacy", "old.api", "legacy_old_api"},
-		{"1st", "app", "_1st_app"},
-	} {
-		if got := p.resourceName(tc[0], tc[1]); got != tc[2] {
-			t.Errorf("resourceName(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
-		}
-	}
+// TestSuggestQuoting: values and comments cannot break out of the HCL written.
+func TestSuggestQuoting(t *testing.T) {
 	if got := hclString("a\"b\\c${x}%{y}$z\n"); got != `"a\"b\\c$${x}%%{y}$z\n"` {
 		t.Errorf("hclString = %s", got)
 	}
