@@ -47,27 +47,11 @@ type workloadScopeResourceModel struct {
 	ExpectedClusters      types.Int64  `tfsdk:"expected_clusters"`
 	MaxClusters           types.Int64  `tfsdk:"max_clusters"`
 	WaitForProxies        types.Bool   `tfsdk:"wait_for_proxies"`
-	Review                types.List   `tfsdk:"review"` //< reviewModel
+	Review                types.List   `tfsdk:"review"` //< reviewType
 }
 
-// reviewModel is one element of workload_scope.review: one selected workload,
-// before and after the scope.
-type reviewModel struct {
-	Workload     types.String `tfsdk:"workload"`
-	Before       types.Int64  `tfsdk:"before"`
-	After        types.Int64  `tfsdk:"after"`
-	AddedHosts   types.List   `tfsdk:"added_hosts"`   //< types.String
-	RemovedHosts types.List   `tfsdk:"removed_hosts"` //< types.String
-	AddedCount   types.Int64  `tfsdk:"added_host_count"`
-	RemovedCount types.Int64  `tfsdk:"removed_host_count"`
-	Risks        types.List   `tfsdk:"risks"` //< types.String
-	// The check against observed traffic; null without evidence.
-	ObservedMissing      types.List  `tfsdk:"observed_missing"` //< types.String
-	ObservedMissingCount types.Int64 `tfsdk:"observed_missing_count"`
-	Unobserved           types.List  `tfsdk:"unobserved_dependencies"` //< types.String
-}
-
-// reviewType is the object type of a workload_scope.review element.
+// reviewType is the object type of a workload_scope.review element: one selected workload,
+// before and after the scope (setCompiled builds it).
 var reviewType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"workload":                types.StringType,
 	"before":                  types.Int64Type,
@@ -228,53 +212,56 @@ func portsKey(ports []uint32) string {
 
 // setCompiled stores the compiler's result, the predicted cluster count and the
 // review of the selected workloads.
-// Each review element lists at most hostLimit added and removed hosts.
-func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope.Result, rv *review.Scope, hostLimit int) diag.Diagnostics {
+// Each review element lists at most hostLimit added and removed hosts. The values are built
+// directly, without the framework's reflection: a plan of a thousand scopes builds tens of
+// thousands of them.
+func (m *workloadScopeResourceModel) setCompiled(res *scope.Result, rv *review.Scope, hostLimit int) {
 	m.Name = types.StringValue(res.Name)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + res.Name)
 	m.Manifest = types.StringValue(res.Manifest)
-	hosts, diags := types.ListValueFrom(ctx, types.StringType, sortedCopy(res.EgressHosts))
-	m.EgressHosts = hosts
+	m.EgressHosts = stringsValue(sortedCopy(res.EgressHosts))
 	m.ExpectedClusters = types.Int64Value(int64(rv.ExpectedClusters))
 
-	elems := make([]reviewModel, 0, len(rv.Workloads))
-	for _, rv := range rv.Workloads {
-		e := reviewModel{
-			Workload: types.StringValue(rv.Key),
-			Before:   types.Int64Value(int64(rv.Before)),
-			After:    types.Int64Value(int64(rv.After)),
-		}
-		var ds diag.Diagnostics
-		e.AddedHosts, ds = types.ListValueFrom(ctx, types.StringType, firstN(rv.AddedHosts, hostLimit))
-		diags.Append(ds...)
-		e.RemovedHosts, ds = types.ListValueFrom(ctx, types.StringType, firstN(rv.RemovedHosts, hostLimit))
-		diags.Append(ds...)
-		e.AddedCount = types.Int64Value(int64(len(rv.AddedHosts)))
-		e.RemovedCount = types.Int64Value(int64(len(rv.RemovedHosts)))
-		risks := make([]string, len(rv.Risks))
-		for i, k := range rv.Risks {
+	elems := make([]attr.Value, 0, len(rv.Workloads))
+	for _, w := range rv.Workloads {
+		risks := make([]string, len(w.Risks))
+		for i, k := range w.Risks {
 			risks[i] = k.Message
 		}
-		e.Risks, ds = types.ListValueFrom(ctx, types.StringType, risks)
-		diags.Append(ds...)
-		e.ObservedMissing, e.ObservedMissingCount, e.Unobserved = types.ListNull(types.StringType), types.Int64Null(), types.ListNull(types.StringType)
-		if o := rv.Observed; o != nil {
+		e := map[string]attr.Value{
+			"workload":                types.StringValue(w.Key),
+			"before":                  types.Int64Value(int64(w.Before)),
+			"after":                   types.Int64Value(int64(w.After)),
+			"added_hosts":             stringsValue(firstN(w.AddedHosts, hostLimit)),
+			"removed_hosts":           stringsValue(firstN(w.RemovedHosts, hostLimit)),
+			"added_host_count":        types.Int64Value(int64(len(w.AddedHosts))),
+			"removed_host_count":      types.Int64Value(int64(len(w.RemovedHosts))),
+			"risks":                   stringsValue(risks),
+			"observed_missing":        types.ListNull(types.StringType),
+			"observed_missing_count":  types.Int64Null(),
+			"unobserved_dependencies": types.ListNull(types.StringType),
+		}
+		if o := w.Observed; o != nil {
 			missing := make([]string, 0, len(o.Cut))
 			for _, c := range o.Cut {
 				missing = append(missing, callTarget(c.Call))
 			}
-			e.ObservedMissing, ds = types.ListValueFrom(ctx, types.StringType, firstN(sortedCopy(missing), hostLimit))
-			diags.Append(ds...)
-			e.ObservedMissingCount = types.Int64Value(int64(len(missing)))
-			e.Unobserved, ds = types.ListValueFrom(ctx, types.StringType, o.Unobserved)
-			diags.Append(ds...)
+			e["observed_missing"] = stringsValue(firstN(sortedCopy(missing), hostLimit))
+			e["observed_missing_count"] = types.Int64Value(int64(len(missing)))
+			e["unobserved_dependencies"] = stringsValue(o.Unobserved)
 		}
-		elems = append(elems, e)
+		elems = append(elems, types.ObjectValueMust(reviewType.AttrTypes, e))
 	}
-	review, ds := types.ListValueFrom(ctx, reviewType, elems)
-	diags.Append(ds...)
-	m.Review = review
-	return diags
+	m.Review = types.ListValueMust(reviewType, elems)
+}
+
+// stringsValue is a list value of strings, never null.
+func stringsValue(l []string) types.List {
+	elems := make([]attr.Value, len(l))
+	for i, s := range l {
+		elems[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, elems)
 }
 
 // setComputedUnknown marks the values that cannot be decided yet as unknown.

@@ -457,7 +457,7 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 		"id": decl.Namespace + "/" + res.Name, "egress_hosts": strings.Join(res.EgressHosts, ","),
 		"expected_clusters": rv.ExpectedClusters, "reviewed_workloads": len(rv.Workloads),
 	})
-	diags.Append(m.setCompiled(ctx, res, rv, r.data.reviewHostLimit)...)
+	m.setCompiled(res, rv, r.data.reviewHostLimit)
 	return diags
 }
 
