@@ -140,7 +140,7 @@ func checkWindow(window string) *Fault {
 // credentials are allowed (Fetch's callers may), without a user and password.
 func checkURL(raw string, credentials bool) *Fault {
 	if strings.TrimSpace(raw) == "" {
-		return configFault(CodeMissingURL, SettingURL, raw, errors.New("no URL of a Prometheus server is given"))
+		return configFault(CodeMissingURL, SettingURL, raw, fmt.Errorf("the URL of the Prometheus server is empty; give one such as %q", ExampleURL))
 	}
 	invalid := func(reason string) *Fault {
 		shown := redacted(raw)
