@@ -392,7 +392,7 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 	ev, ds := configureEvidence(ctx, cfg, data.predictOpts.DomainSuffix)
 	resp.Diagnostics.Append(ds...)
 	if ev != nil && p.now != nil {
-		ev.now = p.now
+		ev.src.Now = p.now
 	}
 	data.evidence = ev
 

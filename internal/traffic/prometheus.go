@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +24,11 @@ const DefaultTimeout = 30 * time.Second
 type Prometheus struct {
 	// URL is the server's base URL, as in a browser: "http://prometheus.istio-system:9090".
 	URL string
-	// Window is how far back to look, a Prometheus duration; DefaultWindow when empty.
+	// Window is how far back to look, a Prometheus duration; DefaultWindow when empty. Load
+	// sets it from the Source's Window.
 	Window string
-	// BearerToken is sent as "Authorization: Bearer ..." when set.
+	// BearerToken is sent as "Authorization: Bearer ..." when set. Load sets it from the
+	// environment, as the Source says.
 	BearerToken string
 	// Headers are sent with every request (a tenant header, say).
 	Headers map[string]string
@@ -35,43 +36,10 @@ type Prometheus struct {
 	CACertificate string
 	// Insecure skips the verification of the server's certificate.
 	Insecure bool
-	// Timeout bounds the evaluation; DefaultTimeout when zero.
+	// Timeout bounds the evaluation; Fetch reads zero as DefaultTimeout, and a Source's
+	// Check refuses it (a surface fills in the default).
 	Timeout time.Duration
 }
-
-// FaultKind says what went wrong when reading evidence, so the caller can name the setting at fault.
-type FaultKind int
-
-// The kinds of fault.
-const (
-	// FaultConfig: the settings themselves are wrong (a URL that does not parse, a CA that is not PEM).
-	FaultConfig FaultKind = iota
-	// FaultUnreachable: nothing answered at the URL (refused, no route, DNS).
-	FaultUnreachable
-	// FaultTimeout: the server did not answer within the timeout.
-	FaultTimeout
-	// FaultUnauthorized: the server answered 401 or 403.
-	FaultUnauthorized
-	// FaultTLS: the server's certificate was not trusted, or TLS failed otherwise.
-	FaultTLS
-	// FaultQuery: the server answered, but not with a usable answer to the query.
-	FaultQuery
-	// FaultFile: a snapshot file could not be read or parsed.
-	FaultFile
-)
-
-// Fault is an error reading evidence, with its kind.
-type Fault struct {
-	Kind FaultKind
-	// Where is the URL or file.
-	Where string
-	// Status is the HTTP status when the server answered with an error.
-	Status int
-	Err    error
-}
-
-func (f *Fault) Error() string { return f.Err.Error() }
-func (f *Fault) Unwrap() error { return f.Err }
 
 // Fetch evaluates Query against a live Prometheus at the instant now. The answer is a
 // snapshot; resolve it against an inventory with Resolve.
@@ -80,25 +48,24 @@ func Fetch(ctx context.Context, cfg Prometheus, now time.Time) (*Snapshot, error
 	if window == "" {
 		window = DefaultWindow
 	}
-	if _, err := ParseWindow(window); err != nil {
-		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL, Err: err}
+	if f := checkWindow(window); f != nil {
+		f.Where = cfg.URL
+		return nil, f
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	rt, err := roundTripper(cfg)
-	if err != nil {
-		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL, Err: err}
+	if f := checkURL(cfg.URL, true); f != nil {
+		return nil, f
 	}
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL,
-			Err: fmt.Errorf("%q is not an http(s) URL of a Prometheus server, such as \"http://prometheus.istio-system:9090\"", cfg.URL)}
+	rt, f := roundTripper(cfg)
+	if f != nil {
+		return nil, f
 	}
 	client, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
 	if err != nil {
-		return nil, &Fault{Kind: FaultConfig, Where: cfg.URL, Err: err}
+		return nil, &Fault{Kind: FaultConfig, Code: CodeConfig, Setting: SettingURL, Where: cfg.URL, Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -108,14 +75,14 @@ func Fetch(ctx context.Context, cfg Prometheus, now time.Time) (*Snapshot, error
 	}
 	vec, ok := val.(model.Vector)
 	if !ok {
-		return nil, &Fault{Kind: FaultQuery, Where: cfg.URL,
+		return nil, &Fault{Kind: FaultQuery, Code: CodeQuery, Setting: SettingURL, Where: cfg.URL,
 			Err: fmt.Errorf("Prometheus at %s answered the query with a %s, not an instant vector", cfg.URL, val.Type())}
 	}
 	snap := &Snapshot{Source: cfg.URL, Window: window, Series: make([]Series, 0, len(vec))}
 	for i, s := range vec {
 		sr, err := seriesFromSample(s, fmt.Sprintf("series %d of the answer", i))
 		if err != nil {
-			return nil, &Fault{Kind: FaultQuery, Where: cfg.URL, Err: err}
+			return nil, &Fault{Kind: FaultQuery, Code: CodeQuery, Setting: SettingURL, Where: cfg.URL, Err: err}
 		}
 		snap.Series = append(snap.Series, sr)
 	}
@@ -136,21 +103,21 @@ func classify(where string, timeout time.Duration, status int, err error) *Fault
 	)
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &Fault{Kind: FaultUnauthorized, Where: where, Status: status,
+		return &Fault{Kind: FaultUnauthorized, Code: CodeUnauthorized, Setting: SettingToken, Where: where, Status: status,
 			Err: fmt.Errorf("Prometheus at %s refused the query with HTTP %d %s", where, status, http.StatusText(status))}
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid),
 		errors.As(err, &tlsRecord), errors.As(err, &verify):
-		return &Fault{Kind: FaultTLS, Where: where, Err: fmt.Errorf("TLS with %s failed: %w", where, err)}
+		return &Fault{Kind: FaultTLS, Code: CodeTLS, Setting: SettingCA, Where: where, Err: fmt.Errorf("TLS with %s failed: %w", where, err)}
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &apiErr) && apiErr.Type == promv1.ErrTimeout):
-		return &Fault{Kind: FaultTimeout, Where: where,
+		return &Fault{Kind: FaultTimeout, Code: CodeTimeout, Setting: SettingTimeout, Where: where,
 			Err: fmt.Errorf("Prometheus at %s did not answer within %s: %w", where, timeout, err)}
 	case errors.As(err, &dnsErr), errors.As(err, &opErr):
-		return &Fault{Kind: FaultUnreachable, Where: where, Err: fmt.Errorf("cannot reach Prometheus at %s: %w", where, err)}
+		return &Fault{Kind: FaultUnreachable, Code: CodeUnreachable, Setting: SettingURL, Where: where, Err: fmt.Errorf("cannot reach Prometheus at %s: %w", where, err)}
 	case status != 0:
-		return &Fault{Kind: FaultQuery, Where: where, Status: status,
+		return &Fault{Kind: FaultQuery, Code: CodeQuery, Setting: SettingURL, Where: where, Status: status,
 			Err: fmt.Errorf("Prometheus at %s answered HTTP %d: %w", where, status, err)}
 	}
-	return &Fault{Kind: FaultUnreachable, Where: where, Err: fmt.Errorf("cannot query Prometheus at %s: %w", where, err)}
+	return &Fault{Kind: FaultUnreachable, Code: CodeUnreachable, Setting: SettingURL, Where: where, Err: fmt.Errorf("cannot query Prometheus at %s: %w", where, err)}
 }
 
 // transport adds the configured headers and token, and records the last HTTP status.
@@ -189,7 +156,7 @@ func (t *transport) lastStatus() int {
 	return t.status
 }
 
-func roundTripper(cfg Prometheus) (*transport, error) {
+func roundTripper(cfg Prometheus) (*transport, *Fault) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // the user's choice, documented
 	if strings.TrimSpace(cfg.CACertificate) != "" {
 		pool, err := x509.SystemCertPool()
@@ -197,7 +164,12 @@ func roundTripper(cfg Prometheus) (*transport, error) {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM([]byte(cfg.CACertificate)) {
-			return nil, errors.New("ca_certificate holds no PEM certificate (it must begin with -----BEGIN CERTIFICATE-----)")
+			f := checkCA(cfg.CACertificate)
+			if f == nil { // AppendCertsFromPEM is stricter than the check: it parses every block
+				f = configFault(CodeInvalidCA, SettingCA, "", errors.New("the CA bundle holds no PEM certificate the client can use"))
+			}
+			f.Where = cfg.URL
+			return nil, f
 		}
 		tlsCfg.RootCAs = pool
 	}

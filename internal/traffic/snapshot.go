@@ -24,7 +24,7 @@ func SnapshotCommand(window string) string {
 func ReadSnapshot(path string) (*Snapshot, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Fault{Kind: FaultFile, Where: path, Err: fmt.Errorf("cannot read the snapshot file: %w", err)}
+		return nil, &Fault{Kind: FaultFile, Code: CodeFile, Setting: SettingFile, Where: path, Err: fmt.Errorf("cannot read the snapshot file: %w", err)}
 	}
 	return ParseSnapshot(path, data)
 }
@@ -32,7 +32,7 @@ func ReadSnapshot(path string) (*Snapshot, error) {
 // ParseSnapshot is ReadSnapshot on the file's contents; name is the path for errors.
 func ParseSnapshot(name string, data []byte) (*Snapshot, error) {
 	fail := func(format string, args ...any) error {
-		return &Fault{Kind: FaultFile, Where: name, Err: fmt.Errorf("%s: "+format, append([]any{name}, args...)...)}
+		return &Fault{Kind: FaultFile, Code: CodeFile, Setting: SettingFile, Where: name, Err: fmt.Errorf("%s: "+format, append([]any{name}, args...)...)}
 	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
