@@ -10,7 +10,9 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/problem"
 
 	// The packages that define codes: importing them registers their definitions.
+	_ "github.com/meshscope/terraform-provider-meshscope/internal/review"
 	_ "github.com/meshscope/terraform-provider-meshscope/internal/scope"
+	_ "github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
 var update = flag.Bool("update", false, "rewrite CODES.md from the definitions")
