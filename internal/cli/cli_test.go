@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,7 @@ import (
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(args, strings.NewReader(stdin), &out, &errb)
+	code := Run("dev", args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -120,6 +122,29 @@ func TestHelpAndVersion(t *testing.T) {
 	code, _, errs := run(t, "", "diff", "-h")
 	if code != ExitOK || !strings.Contains(errs, "--domain-suffix S") || !strings.Contains(errs, "- reads stdin") {
 		t.Errorf("diff -h: exit %d, the synopsis lacks --domain-suffix or stdin: %s", code, errs)
+	}
+}
+
+// TestCommandsOneList: every command of the one list is a command for main, has its line in
+// the usage, and, with flags, its -h in the help; version prints the version Run is given.
+func TestCommandsOneList(t *testing.T) {
+	_, help, _ := run(t, "", "help")
+	for _, c := range commands("") {
+		for _, arg := range append([]string{c.name}, c.aliases...) {
+			if !IsCommand(arg) {
+				t.Errorf("IsCommand(%q) = false", arg)
+			}
+		}
+		if line := fmt.Sprintf("\n  %-10s %s\n", c.name, c.summary); !strings.Contains(usage(), line) {
+			t.Errorf("the usage lacks %q", line)
+		}
+		if c.flags && !strings.Contains(help, "\n"+c.name+":\nUsage: terraform-provider-meshscope "+c.name) {
+			t.Errorf("the help lacks the flags of %s:\n%s", c.name, help)
+		}
+	}
+	var out bytes.Buffer
+	if code := Run("v1.2.3", []string{"--version"}, nil, &out, io.Discard); code != ExitOK || out.String() != "terraform-provider-meshscope v1.2.3\n" {
+		t.Errorf("version: exit %d, %q", code, out.String())
 	}
 }
 

@@ -389,7 +389,7 @@ func BenchmarkDiffObserved(b *testing.B) {
 			for range b.N {
 				var out countingWriter
 				var errb strings.Builder
-				if code := Run([]string{"diff", "--base", base, "--head", head, "--observed", snap, "-o", o, "--quiet"}, nil, &out, &errb); code != ExitChanged {
+				if code := Run("dev", []string{"diff", "--base", base, "--head", head, "--observed", snap, "-o", o, "--quiet"}, nil, &out, &errb); code != ExitChanged {
 					b.Fatalf("exit %d: %s", code, errb.String())
 				}
 				b.ReportMetric(float64(out.n), "output-bytes")
