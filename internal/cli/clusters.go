@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
 const clustersUsage = `Usage: terraform-provider-meshscope clusters -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
 const diffUsage = `Usage: terraform-provider-meshscope diff --base PATH --head PATH [-o table|markdown|json] [--host-limit N] [--full] [--istio-version V] [--domain-suffix S]
@@ -80,26 +81,27 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	// The observed calls are the head tree's workloads' calls, to the head tree's hosts.
-	var ev *diffEvidence
+	var ev *traffic.Evidence
 	if evf.given() {
 		resolved, code := evf.evidence(headInv, *pf.domainSuffix, prog, stderr)
 		if code != ExitOK {
 			return code
 		}
 		reportUnknown(resolved, nil, stderr)
-		ev = &diffEvidence{Evidence: resolved, route: newRoutability(headInv, pf.scopeOptions())}
+		ev = resolved
 	}
+	tree := review.NewTree(pb, ph, headInv, ev, review.Options{DomainSuffix: *pf.domainSuffix, Scope: pf.scopeOptions()})
 	var changed int
 	var err error
 	reviewStart := time.Now()
 	defer func() { prog.done(reviewStart, "predicted and compared every workload (%d changed)", changed) }()
 	switch *out {
 	case "json":
-		changed, err = writeDiffJSON(stdout, pb, ph, *hostLimit, ev)
+		changed, err = writeDiffJSON(stdout, tree, *hostLimit, ev)
 	case "markdown":
 		var rows []DiffRow
 		var obs *observedReview
-		rows, obs, err = collectDiff(pb, ph, *hostLimit, ev)
+		rows, obs, err = collectDiff(tree, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
 			limit := MarkdownLimit
@@ -111,7 +113,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		var rows []DiffRow
 		var obs *observedReview
-		rows, obs, err = collectDiff(pb, ph, *hostLimit, ev)
+		rows, obs, err = collectDiff(tree, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
 			writeDiffTable(stdout, rows, obs)
@@ -165,14 +167,15 @@ type DiffRow struct {
 	ObservedCutNewCount int       `json:"observed_cut_new_count,omitempty"`
 }
 
-func newDiffRow(rv predict.WorkloadReview, limit int) DiffRow {
+func newDiffRow(c review.Change, limit int) DiffRow {
+	rv := c.WorkloadReview
 	capped := func(l []string) []string {
 		if limit > 0 && len(l) > limit {
 			return slices.Clone(l[:limit])
 		}
 		return l
 	}
-	return DiffRow{
+	row := DiffRow{
 		Namespace: rv.Namespace, Workload: rv.Workload, Before: rv.Before, After: rv.After, Delta: rv.After - rv.Before,
 		AddedHosts: capped(rv.AddedHosts), AddedHostCount: len(rv.AddedHosts),
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
@@ -180,6 +183,11 @@ func newDiffRow(rv predict.WorkloadReview, limit int) DiffRow {
 		RemovedClusters: capped(rv.RemovedClusters), RemovedClusterCount: len(rv.RemovedClusters),
 		Risks: rv.Risks,
 	}
+	if c.Cut != nil {
+		cuts := cutCalls(c.Cut)
+		row.ObservedCut, row.ObservedCutCount, row.ObservedCutNewCount = cappedCuts(cuts, limit), len(cuts), countNew(cuts)
+	}
+	return row
 }
 
 // observedReview is what the evidence adds to a review held in memory (table, markdown): the
@@ -192,21 +200,28 @@ type observedReview struct {
 
 // collectDiff returns the changed workloads, capped, in order; with evidence, also the
 // unchanged workloads with calls cut.
-func collectDiff(base, head *predict.Predictor, limit int, ev *diffEvidence) ([]DiffRow, *observedReview, error) {
+func collectDiff(tree *review.Tree, limit int, ev *traffic.Evidence) ([]DiffRow, *observedReview, error) {
 	var rows []DiffRow
-	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
-		rows = append(rows, r)
+	err := tree.Each(func(c review.Change) error {
+		rows = append(rows, newDiffRow(c, limit))
 		return nil
 	})
 	if err != nil || ev == nil {
 		return rows, nil, err
 	}
 	obs := &observedReview{source: ev.Source, window: ev.Window}
-	err = eachUnchangedCut(base, head, limit, ev, changedSet(rows), func(r CutRow) error {
-		obs.unchanged = append(obs.unchanged, r)
+	changed := changedSet(rows)
+	err = tree.EachUnchangedCut(func(k string) bool { return changed[k] }, func(c review.Change) error {
+		obs.unchanged = append(obs.unchanged, cutRow(c, limit))
 		return nil
 	})
 	return rows, obs, err
+}
+
+// cutRow is an unchanged workload's row of cut calls.
+func cutRow(c review.Change, limit int) CutRow {
+	cuts := cutCalls(c.Cut)
+	return CutRow{Namespace: c.Namespace, Workload: c.Workload, ObservedCut: cappedCuts(cuts, limit), ObservedCutCount: len(cuts)}
 }
 
 func changedSet(rows []DiffRow) map[string]bool {
@@ -221,14 +236,15 @@ func changedSet(rows []DiffRow) map[string]bool {
 // grow with the mesh. It returns the number of changed workloads. With evidence, the unchanged
 // workloads with calls cut follow in a second pass over the head tree, which keeps only the
 // names of the changed ones.
-func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *diffEvidence) (int, error) {
+func writeDiffJSON(w io.Writer, tree *review.Tree, limit int, ev *traffic.Evidence) (int, error) {
 	// A bufio.Writer keeps its first error and returns it from Flush, so the writes below need
 	// no checks of their own.
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\n  \"schema_version\": %d,\n  \"changes\": [", JSONSchemaVersion)
 	changes := &jsonArray{w: bw, indent: "    "}
 	changed := map[string]bool{}
-	err := eachDiff(base, head, limit, ev, func(r DiffRow) error {
+	err := tree.Each(func(c review.Change) error {
+		r := newDiffRow(c, limit)
 		changed[r.Namespace+"/"+r.Workload] = true
 		return changes.add(r)
 	})
@@ -246,7 +262,7 @@ func writeDiffJSON(w io.Writer, base, head *predict.Predictor, limit int, ev *di
 		win, _ := json.Marshal(ev.Window)
 		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, ev.Series)
 		cuts := &jsonArray{w: bw, indent: "      "}
-		err := eachUnchangedCut(base, head, limit, ev, changed, func(r CutRow) error { return cuts.add(r) })
+		err := tree.EachUnchangedCut(func(k string) bool { return changed[k] }, func(c review.Change) error { return cuts.add(cutRow(c, limit)) })
 		m := cuts.n
 		if err != nil {
 			return n, err
@@ -280,82 +296,6 @@ func (a *jsonArray) add(v any) error {
 	_, _ = a.w.WriteString(sep)
 	_, _ = a.w.Write(b)
 	a.n++
-	return nil
-}
-
-// EachDiff predicts every workload of both inventories and calls fn with each whose cluster
-// list changes, capped at limit hosts and clusters per list (0: no cap), sorted by namespace
-// and workload. Only one full review is held at a time.
-func EachDiff(base, head *predict.Predictor, limit int, fn func(DiffRow) error) error {
-	return eachDiff(base, head, limit, nil, fn)
-}
-
-// eachDiff is EachDiff; with evidence, each row also holds the workload's observed calls that
-// the head tree cuts.
-func eachDiff(base, head *predict.Predictor, limit int, ev *diffEvidence, fn func(DiffRow) error) error {
-	type key struct{ ns, kind, name string }
-	type sides struct {
-		first          predict.WorkloadProxy // reviewed on both sides, as before
-		head           predict.WorkloadProxy
-		inBase, inHead bool
-	}
-	seen := map[key]*sides{}
-	var keys []key
-	for i, p := range []*predict.Predictor{base, head} {
-		for _, w := range p.WorkloadProxies() {
-			k := key{w.Namespace, w.Kind, w.Name}
-			s, ok := seen[k]
-			if !ok {
-				s = &sides{first: w}
-				seen[k] = s
-				keys = append(keys, k)
-			}
-			if i == 0 {
-				s.inBase = true
-			} else {
-				s.inHead, s.head = true, w
-			}
-		}
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
-	})
-	reviewer := predict.NewReviewer(base, head)
-	for _, k := range keys {
-		s := seen[k]
-		rv := reviewer.Review(s.first)
-		if !rv.Changed() {
-			continue
-		}
-		row := newDiffRow(rv, limit)
-		if ev != nil && s.inHead {
-			cuts := observedCuts(ev, base, head, s.head, s.inBase)
-			row.ObservedCut, row.ObservedCutCount, row.ObservedCutNewCount = cappedCuts(cuts, limit), len(cuts), countNew(cuts)
-		}
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// eachUnchangedCut calls fn with each workload of the head tree that changed does not hold
-// ("namespace/Kind/name") and whose observed calls the head tree cuts, in the order of eachDiff.
-// Its cluster list is the same on both sides, so every such call is cut today already.
-func eachUnchangedCut(base, head *predict.Predictor, limit int, ev *diffEvidence, changed map[string]bool, fn func(CutRow) error) error {
-	for _, w := range head.WorkloadProxies() {
-		id := w.Kind + "/" + w.Name
-		if changed[w.Namespace+"/"+id] || len(ev.Calls(w.Namespace, w.Name)) == 0 {
-			continue
-		}
-		cuts := observedCuts(ev, base, head, w, true)
-		if len(cuts) == 0 {
-			continue
-		}
-		if err := fn(CutRow{Namespace: w.Namespace, Workload: id, ObservedCut: cappedCuts(cuts, limit), ObservedCutCount: len(cuts)}); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

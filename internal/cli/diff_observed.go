@@ -1,12 +1,11 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
@@ -30,59 +29,6 @@ type CutCall struct {
 	Unroutable string `json:"unroutable,omitempty"`
 }
 
-// diffEvidence is the evidence diff checks the head tree against.
-type diffEvidence struct {
-	*traffic.Evidence
-	route    *routability
-	outbound outboundIndex
-}
-
-// outboundIndex finds the clusters of an outbound list by host, so that a call is checked
-// against the few clusters of its host rather than a whole mesh's. It keeps the index of the
-// last lists it saw: the predictor gives the proxies of one scope the same list, and the
-// workloads come grouped by namespace.
-type outboundIndex struct {
-	m map[outboundKey]map[string][]int
-}
-
-type outboundKey struct {
-	first *predict.Cluster
-	n     int
-}
-
-const outboundIndexSize = 16
-
-// cut is traffic.Cut(calls, outbound), given only the clusters of the calls' hosts.
-func (x *outboundIndex) cut(calls []traffic.Call, outbound []predict.Cluster) []traffic.Call {
-	if len(outbound) == 0 {
-		return traffic.Cut(calls, nil)
-	}
-	k := outboundKey{&outbound[0], len(outbound)}
-	byHost, ok := x.m[k]
-	if !ok {
-		byHost = map[string][]int{}
-		for i, c := range outbound {
-			byHost[c.FQDN] = append(byHost[c.FQDN], i)
-		}
-		if x.m == nil || len(x.m) >= outboundIndexSize {
-			x.m = make(map[outboundKey]map[string][]int, outboundIndexSize)
-		}
-		x.m[k] = byHost
-	}
-	var relevant []predict.Cluster
-	var hosts []string
-	for _, c := range calls {
-		if slices.Contains(hosts, c.Host) {
-			continue
-		}
-		hosts = append(hosts, c.Host)
-		for _, i := range byHost[c.Host] {
-			relevant = append(relevant, outbound[i])
-		}
-	}
-	return traffic.Cut(calls, relevant)
-}
-
 // CutRow is a workload whose cluster list does not change but whose observed calls the head
 // tree cuts: an existing Sidecar cutting real traffic today.
 type CutRow struct {
@@ -92,40 +38,14 @@ type CutRow struct {
 	ObservedCutCount int       `json:"observed_cut_count"`
 }
 
-// observedCuts checks a workload's observed calls against the head tree's outbound clusters,
-// and each cut one against the base tree's; inBase says the base tree holds the workload. The
-// result is sorted: new cuts first, then the largest counts.
-func observedCuts(ev *diffEvidence, base, head *predict.Predictor, w predict.WorkloadProxy, inBase bool) []CutCall {
-	calls := ev.Calls(w.Namespace, w.Name)
-	if len(calls) == 0 {
-		return nil
+// cutCalls turns the review's cut calls into the rows of the document.
+func cutCalls(cuts []review.CutCall) []CutCall {
+	out := make([]CutCall, len(cuts))
+	for i, c := range cuts {
+		out[i] = CutCall{Host: c.Host, Port: c.Port, Protocol: c.Protocol, Count: int64(c.Count + 0.5), Unit: c.Unit(),
+			Dependency: c.Dependency(), New: c.New, Unroutable: c.Fix.Refusal()}
 	}
-	cut := ev.outbound.cut(calls, head.Outbound(w.Proxy()))
-	if len(cut) == 0 {
-		return nil
-	}
-	cutBefore := map[string]bool{}
-	if inBase {
-		for _, c := range ev.outbound.cut(cut, base.Outbound(w.Proxy())) {
-			cutBefore[callKey(c)] = true
-		}
-	}
-	out := make([]CutCall, 0, len(cut))
-	for _, c := range cut {
-		out = append(out, CutCall{Host: c.Host, Port: c.Port, Protocol: c.Protocol, Count: int64(c.Count + 0.5), Unit: c.Unit(),
-			Dependency: c.Dependency(), New: !inBase || !cutBefore[callKey(c)]})
-	}
-	for i, why := range ev.route.reasons(w.Namespace, out) {
-		out[i].Unroutable = why
-	}
-	slices.SortStableFunc(out, func(a, b CutCall) int {
-		return cmp.Or(boolRank(!a.New)-boolRank(!b.New), cmp.Compare(b.Count, a.Count), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
-	})
 	return out
-}
-
-func callKey(c traffic.Call) string {
-	return fmt.Sprintf("%s|%d|%t", c.Host, c.Port, c.TCP)
 }
 
 // cappedCuts caps a list at limit (0: no cap).

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/adopt"
 )
 
 const suggestUsage = `Usage: terraform-provider-meshscope suggest (--prometheus URL | --observed FILE) -f PATH [-f PATH ...] [--namespace NS ...] [-o hcl|tf.json] [--window W] [--import=false] [--istio-version V] [--domain-suffix S]
@@ -69,28 +69,14 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	reportUnknown(ev, keep, stderr)
 
 	start := time.Now()
-	pred, err := predict.New(inv, pf.options())
+	pl, err := adopt.New(inv, ev, adopt.Options{Scope: pf.scopeOptions(), Import: *imports, Namespaces: namespaces})
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitError
 	}
 	prog.done(start, "indexed the inventory")
 
-	byNs := map[string][]*mesh.Workload{}
-	var order []string
-	for _, w := range inv.Workloads {
-		if !keep(w.Namespace) {
-			continue
-		}
-		if _, ok := byNs[w.Namespace]; !ok {
-			order = append(order, w.Namespace)
-		}
-		byNs[w.Namespace] = append(byNs[w.Namespace], w)
-	}
-	slices.Sort(order)
-
 	start = time.Now()
-	pl := newPlanner(inv, pred, ev, pf.scopeOptions(), *imports, stderr)
 	bw := bufio.NewWriter(stdout)
 	var sw suggestionWriter
 	if *out == "tf.json" {
@@ -98,20 +84,26 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		sw = newHCLWriter(bw, ev.Window)
 	}
-	written := 0
-	for _, ns := range order {
-		for _, s := range pl.namespace(ns, byNs[ns]) {
+	// Namespace by namespace, so that a whole mesh's plan is never held in memory.
+	written, skipped := 0, 0
+	for _, ns := range pl.Namespaces() {
+		plan := pl.Namespace(ns)
+		for _, w := range plan.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", warningText(w))
+		}
+		for _, s := range plan.Scopes {
 			sw.write(s)
 			written++
 		}
+		skipped += plan.Skipped
 	}
 	if written == 0 {
 		where := "the inventory"
 		if len(namespaces) > 0 {
 			where = fmt.Sprintf("namespaces %s", quoteList(namespaces))
 		}
-		if pl.skipped > 0 {
-			fmt.Fprintf(stderr, "error: no scope to suggest: the %d calling workloads of %s could not be given one (see the warnings above)\n", pl.skipped, where)
+		if skipped > 0 {
+			fmt.Fprintf(stderr, "error: no scope to suggest: the %d calling workloads of %s could not be given one (see the warnings above)\n", skipped, where)
 		} else {
 			fmt.Fprintf(stderr, "error: no workload of %s made calls in the window %s of %s (%d series read): nothing to suggest. "+
 				"Check that the manifests (-f) and the evidence are of the same mesh, and the --namespace filter.\n", where, ev.Window, ev.Source, ev.Series)
@@ -124,8 +116,51 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	prog.done(start, "suggested %d scopes", written)
-	if pl.skipped > 0 {
-		fmt.Fprintf(stderr, "warning: %s no scope (see above)\n", plural(pl.skipped, "calling workload got", "calling workloads got"))
+	if skipped > 0 {
+		fmt.Fprintf(stderr, "warning: %s no scope (see above)\n", plural(skipped, "calling workload got", "calling workloads got"))
 	}
 	return ExitOK
+}
+
+// warningText words a warning of the plan for stderr.
+func warningText(w adopt.Warning) string {
+	problem := "the compiler refused it"
+	if w.Problem != nil {
+		problem = w.Problem.Summary + ": " + w.Problem.Detail
+	}
+	switch w.Kind {
+	case adopt.Unlabelled:
+		return fmt.Sprintf("%s has no pod labels, so no Sidecar can select it alone (an empty selector is the namespace default); label its pods, then run suggest again", quoteList(w.Workloads))
+	case adopt.Inseparable:
+		return fmt.Sprintf("no selector drawn from pod labels selects %s apart, and none selects them together without more: "+
+			"their labels overlap (each has labels the others lack, and a workload has all of them). "+
+			"Give them distinguishing labels, or declare their scopes by hand", quoteList(w.Workloads))
+	case adopt.NotSuggested:
+		return fmt.Sprintf("%s: not suggested: %s", w.Resource, problem)
+	case adopt.AdoptedConflict:
+		return fmt.Sprintf("%s: the Sidecar it adopts already conflicts: %s", w.Resource, problem)
+	case adopt.LeftOut:
+		evidence := ""
+		if w.Evidence != "" {
+			evidence = " (" + w.Evidence + ")"
+		}
+		return fmt.Sprintf("%s: the observed dependency %q%s is left out: %s", w.Resource, w.Dependency, evidence, problem)
+	default: // adopt.CompilerWarning
+		return fmt.Sprintf("%s: %s", w.Resource, problem)
+	}
+}
+
+// quoteList joins at most adopt.NoteLimit names, then counts the rest.
+func quoteList(l []string) string {
+	if len(l) > adopt.NoteLimit {
+		l = append(slices.Clone(l[:adopt.NoteLimit]), fmt.Sprintf("and %d more", len(l)-adopt.NoteLimit))
+	}
+	return strings.Join(l, ", ")
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
@@ -160,8 +161,14 @@ func assertPlansClean(t *testing.T, manifests []string, snapshot, tfJSON string,
 	}
 	ev := traffic.Resolve(snap, inv, mesh.DefaultDomainSuffix)
 	decls := cfg.declarations()
-	var sidecars []*mesh.Sidecar
+	pred, err := predict.New(inv, predict.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each scope is reviewed as the provider plans it: the review must find no observed call cut.
+	reviewer := review.NewReviewer(inv, pred, review.Options{DomainSuffix: mesh.DefaultDomainSuffix})
 	byName := map[string]string{} // namespace/Sidecar name -> resource
+	reviewed := 0
 	for _, name := range sortedKeysOf(decls) {
 		d := decls[name]
 		res, problems := scope.Compile(inv, d, scope.Options{})
@@ -179,9 +186,19 @@ func assertPlansClean(t *testing.T, manifests []string, snapshot, tfJSON string,
 			t.Errorf("%s and %s are both the Sidecar %s", name, other, key)
 		}
 		byName[key] = name
-		sidecars = append(sidecars, res.Sidecar)
+		for _, w := range reviewer.Scope(d, res, ev).Workloads {
+			reviewed++
+			for _, c := range w.Observed.Cut {
+				if slices.Contains(uncuttable, w.Proxy.Namespace+"/"+w.Proxy.Name+" "+c.Host) {
+					continue
+				}
+				t.Errorf("%s (%s): the suggested scope cuts %s", w.Key, name, c.Describe(ev.Window))
+			}
+		}
 	}
-	// No workload is selected by two suggested scopes (the provider's conflicting-selector error).
+	// No workload is selected by two suggested scopes (the provider's conflicting-selector error),
+	// and every labelled workload with observed calls is selected by one (an unlabelled Pod has no
+	// selector to scope it by: suggest warns about it instead).
 	for _, w := range inv.Workloads {
 		var by []string
 		for name, d := range decls {
@@ -193,26 +210,12 @@ func assertPlansClean(t *testing.T, manifests []string, snapshot, tfJSON string,
 			slices.Sort(by)
 			t.Errorf("%s/%s is selected by %v", w.Namespace, w.Name, by)
 		}
-	}
-	pred, err := predict.New(inv, predict.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := pred.WithSidecars(sidecars...)
-	for _, k := range ev.Workloads() {
-		ns, name, _ := strings.Cut(k, "/")
-		for _, w := range inv.Workloads {
-			if w.Namespace != ns || w.Name != name {
-				continue
-			}
-			proxy := predict.Proxy{Namespace: ns, Labels: w.PodLabels}
-			for _, c := range traffic.Cut(ev.Calls(ns, name), head.Outbound(proxy)) {
-				if slices.Contains(uncuttable, ns+"/"+name+" "+c.Host) {
-					continue
-				}
-				t.Errorf("%s/%s/%s: the suggested scopes cut %s", ns, w.Kind, name, c.Describe(ev.Window))
-			}
+		if len(by) == 0 && len(w.PodLabels) > 0 && len(ev.Calls(w.Namespace, w.Name)) > 0 {
+			t.Errorf("%s/%s made calls but no suggested scope selects it", w.Namespace, w.Name)
 		}
+	}
+	if reviewed == 0 {
+		t.Error("the suggested scopes select no workload")
 	}
 	return len(decls)
 }
@@ -468,57 +471,8 @@ func TestSuggestPrometheus(t *testing.T) {
 	}
 }
 
-func TestChooseSelector(t *testing.T) {
-	w := func(name string, labels map[string]string) *mesh.Workload {
-		return &mesh.Workload{Meta: mesh.Meta{Kind: "Deployment", Name: name, Namespace: "ns"}, PodLabels: labels}
-	}
-	list := []*mesh.Workload{
-		w("web", map[string]string{"app": "web", "version": "v1", "team": "a"}),
-		w("web-v2", map[string]string{"app": "web", "version": "v2", "team": "a"}),
-		w("api", map[string]string{"app.kubernetes.io/name": "api", "pod-template-hash": "x1", "tier": "be"}),
-		w("api-old", map[string]string{"app.kubernetes.io/name": "api", "pod-template-hash": "x2", "tier": "legacy"}),
-		w("noname", map[string]string{"tier": "be", "zone": "z1"}),
-		w("noname2", map[string]string{"tier": "fe", "zone": "z1"}),
-		w("sup", map[string]string{"app": "sup"}),
-		w("sup-more", map[string]string{"app": "sup", "extra": "1"}),
-	}
-	ix := newNSWorkloads(list)
-	for _, tc := range []struct {
-		i    int
-		want string
-	}{
-		{0, "app=web,version=v1"},                 // the name, then the version tells it apart
-		{2, "app.kubernetes.io/name=api,tier=be"}, // a stable label before the volatile hash
-		{4, "tier=be,zone=z1"},                    // no name label: the fewest labels
-		{6, "app=sup"},                            // cannot leave sup-more out: selects both
-	} {
-		want := len(ix.selected(list[tc.i].PodLabels))
-		sel := ix.chooseSelector(list[tc.i].PodLabels, want)
-		var got []string
-		for _, k := range sortedKeysOf(sel) {
-			got = append(got, k+"="+sel[k])
-		}
-		if strings.Join(got, ",") != tc.want {
-			t.Errorf("%s: selector %v, want %s", list[tc.i].Name, got, tc.want)
-		}
-		if n := len(ix.selected(sel)); n != want {
-			t.Errorf("%s: the selector selects %d workloads, want %d", list[tc.i].Name, n, want)
-		}
-	}
-}
-
-func TestResourceNameAndQuoting(t *testing.T) {
-	p := &planner{resources: map[string]bool{}}
-	for _, tc := range [][3]string{
-		{"shop", "web", "shop_web"},
-		{"shop", "web", "shop_web_2"},
-		{"legacy", "old.api", "legacy_old_api"},
-		{"1st", "app", "_1st_app"},
-	} {
-		if got := p.resourceName(tc[0], tc[1]); got != tc[2] {
-			t.Errorf("resourceName(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
-		}
-	}
+// TestSuggestQuoting: values and comments cannot break out of the HCL written.
+func TestSuggestQuoting(t *testing.T) {
 	if got := hclString("a\"b\\c${x}%{y}$z\n"); got != `"a\"b\\c$${x}%%{y}$z\n"` {
 		t.Errorf("hclString = %s", got)
 	}

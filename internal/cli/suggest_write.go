@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/adopt"
 )
 
 // resourceType is the resource suggest writes.
@@ -15,7 +19,7 @@ const resourceType = "meshscope_workload_scope"
 // suggestionWriter writes suggestions as they come, so that the output of a whole mesh is
 // never held in memory; close ends the document.
 type suggestionWriter interface {
-	write(s scopeSuggestion)
+	write(s adopt.Scope)
 	close()
 }
 
@@ -80,7 +84,7 @@ func wrap(text string, width, hang int) []string {
 	return append(lines, line)
 }
 
-func (h *hclWriter) write(s scopeSuggestion) {
+func (h *hclWriter) write(s adopt.Scope) {
 	if !h.started {
 		h.started = true
 		for _, l := range headerLines(h.window) {
@@ -110,10 +114,10 @@ func (h *hclWriter) write(s scopeSuggestion) {
 		h.aligned("    ", kv)
 		h.printf("  }\n")
 	}
-	if len(s.Deps) > 0 {
+	if len(s.Dependencies) > 0 {
 		h.printf("  dependencies = [\n")
-		for _, d := range s.Deps {
-			h.comment("    ", d.Comment)
+		for _, d := range s.Dependencies {
+			h.comment("    ", d.Evidence)
 			if len(d.Ports) > 0 {
 				h.printf("    { service = %s, ports = [%s] },\n", hclString(d.Service), joinPorts(d.Ports))
 			} else {
@@ -140,8 +144,8 @@ func (h *hclWriter) write(s scopeSuggestion) {
 		}
 	}
 	h.printf("}\n")
-	if s.Import != "" {
-		h.printf("\nimport {\n  to = %s.%s\n  id = %s\n}\n", resourceType, s.Resource, hclString(s.Import))
+	if s.Import {
+		h.printf("\nimport {\n  to = %s.%s\n  id = %s\n}\n", resourceType, s.Resource, hclString(s.Adopts))
 	}
 }
 
@@ -245,16 +249,16 @@ type jsonIngress struct {
 
 func newJSONWriter(w io.Writer, window string) *jsonWriter { return &jsonWriter{w: w, window: window} }
 
-func (j *jsonWriter) write(s scopeSuggestion) {
+func (j *jsonWriter) write(s adopt.Scope) {
 	if j.n == 0 {
 		head, _ := json.Marshal(strings.Join(headerLines(j.window), " "))
 		_, _ = fmt.Fprintf(j.w, "{\n  \"//\": %s,\n  \"resource\": {\n    %q: {", head, resourceType)
 	}
 	body := jsonScope{Namespace: s.Namespace, Name: s.Name, WorkloadSelector: s.Selector, OutboundTrafficPolicy: s.OutboundTrafficPolicy}
 	body.Comment = append(body.Comment, s.Header...)
-	for _, d := range s.Deps {
+	for _, d := range s.Dependencies {
 		body.Dependencies = append(body.Dependencies, jsonDependency{Service: d.Service, Ports: d.Ports})
-		body.Comment = append(body.Comment, fmt.Sprintf("%s: %s", d.Service, d.Comment))
+		body.Comment = append(body.Comment, fmt.Sprintf("%s: %s", d.Service, d.Evidence))
 	}
 	for _, in := range s.Ingress {
 		body.Ingress = append(body.Ingress, jsonIngress(in))
@@ -272,8 +276,8 @@ func (j *jsonWriter) write(s scopeSuggestion) {
 	}
 	_, _ = fmt.Fprintf(j.w, "%s      %q: %s", sep, s.Resource, b)
 	j.n++
-	if s.Import != "" {
-		j.imports = append(j.imports, jsonImport{To: resourceType + "." + s.Resource, ID: s.Import})
+	if s.Import {
+		j.imports = append(j.imports, jsonImport{To: resourceType + "." + s.Resource, ID: s.Adopts})
 	}
 }
 
@@ -288,3 +292,6 @@ func (j *jsonWriter) close() {
 	}
 	_, _ = io.WriteString(j.w, "\n}\n")
 }
+
+// sortedKeysOf is the keys of m, sorted.
+func sortedKeysOf[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

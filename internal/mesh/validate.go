@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 )
 
 // The kinds meshscope reads, by API group.

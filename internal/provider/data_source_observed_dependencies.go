@@ -13,10 +13,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
-	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
@@ -228,16 +229,16 @@ func portsKey(ports []uint32) string {
 // setCompiled stores the compiler's result, the predicted cluster count and the
 // review of the selected workloads.
 // Each review element lists at most hostLimit added and removed hosts.
-func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope.Result, expectedClusters int, reviews []workloadReview, hostLimit int) diag.Diagnostics {
+func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope.Result, rv *review.Scope, hostLimit int) diag.Diagnostics {
 	m.Name = types.StringValue(res.Name)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + res.Name)
 	m.Manifest = types.StringValue(res.Manifest)
 	hosts, diags := types.ListValueFrom(ctx, types.StringType, sortedCopy(res.EgressHosts))
 	m.EgressHosts = hosts
-	m.ExpectedClusters = types.Int64Value(int64(expectedClusters))
+	m.ExpectedClusters = types.Int64Value(int64(rv.ExpectedClusters))
 
-	elems := make([]reviewModel, 0, len(reviews))
-	for _, rv := range reviews {
+	elems := make([]reviewModel, 0, len(rv.Workloads))
+	for _, rv := range rv.Workloads {
 		e := reviewModel{
 			Workload: types.StringValue(rv.Key),
 			Before:   types.Int64Value(int64(rv.Before)),
@@ -260,7 +261,7 @@ func (m *workloadScopeResourceModel) setCompiled(ctx context.Context, res *scope
 		if o := rv.Observed; o != nil {
 			missing := make([]string, 0, len(o.Cut))
 			for _, c := range o.Cut {
-				missing = append(missing, callTarget(c))
+				missing = append(missing, callTarget(c.Call))
 			}
 			e.ObservedMissing, ds = types.ListValueFrom(ctx, types.StringType, firstN(sortedCopy(missing), hostLimit))
 			diags.Append(ds...)

@@ -27,6 +27,7 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
 
@@ -94,6 +95,8 @@ type providerData struct {
 	scopeOpts   scope.Options
 	// predictor predicts on inv as loaded.
 	predictor *predict.Predictor
+	// reviewer reviews each scope's plan against inv as loaded.
+	reviewer *review.Reviewer
 	// scopes records the workload scopes planned through this provider instance.
 	scopes *scopeRegistry
 	// applier applies Sidecars to the cluster; nil without a kubernetes block.
@@ -380,6 +383,7 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 	}
 	data.inv = inv
 	data.predictor = pr
+	data.reviewer = review.NewReviewer(inv, pr, review.Options{DomainSuffix: data.predictOpts.DomainSuffix, Scope: data.scopeOpts})
 
 	if !cfg.Prometheus.known() || cfg.ObservedTrafficFile.IsUnknown() || cfg.ObservedTraffic.IsUnknown() {
 		tflog.Debug(ctx, "meshscope observed traffic settings are not known yet; scopes are not checked against traffic")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -23,9 +22,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
-	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
 var (
@@ -403,29 +402,6 @@ func (r *workloadScopeResource) compile(ctx context.Context, m *workloadScopeRes
 // compileScope is compile. Without claim, the scope is not recorded among the scopes this
 // configuration plans: an import compiles the Sidecar it reads, which the configuration may
 // then change under the same name.
-// routable answers, for the observed-traffic messages, whether a dependency can be declared in
-// namespace ns at all, as the compiler answers it for a scope of its own. Answers are kept for
-// the plan of this one scope.
-func (r *workloadScopeResource) routable(ns string) routableFunc {
-	cache := map[string]string{}
-	return func(d scope.Dependency) string {
-		key := fmt.Sprint(d.Service, d.Ports)
-		if why, ok := cache[key]; ok {
-			return why
-		}
-		why := ""
-		_, problems := scope.Compile(r.data.inv, scope.Declaration{Namespace: ns, Dependencies: []scope.Dependency{d}}, r.data.scopeOpts)
-		for _, pb := range problems {
-			if !pb.Warning && pb.Attribute == scope.AttrDependencies {
-				why = pb.Summary + ": " + pb.Detail
-				break
-			}
-		}
-		cache[key] = why
-		return why
-	}
-}
-
 func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadScopeResourceModel, claim bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	decl, deps, ds := m.declaration(ctx)
@@ -460,37 +436,28 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 		return diags
 	}
 
-	// The inventory with this scope's Sidecar instead of one of the same name;
-	// the provider's predictor is the inventory as it is. Each is built once.
-	// Both share the provider's index of the mesh and re-index only the Sidecars.
-	head := r.data.predictor.WithSidecars(res.Sidecar)
-	// before is the inventory without this scope's own Sidecar: once applied, a live
-	// inventory holds it, and the review must not change between apply and re-plan.
-	base := r.data.predictor
-	if own := res.Sidecar.Key(); slices.ContainsFunc(r.data.inv.Sidecars, func(sc *mesh.Sidecar) bool { return sc.Key() == own }) {
-		base = r.data.predictor.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own })
-	}
-	reviews := reviewScope(base, head, decl, decl.Namespace+"/"+res.Name)
-	expected := expectedClusters(head, decl, reviews)
-	addRisks(&diags, reviews, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
+	// The review of every workload the scope selects, against the observed traffic when there is some.
+	var ev *traffic.Evidence
 	if src := r.data.evidence; src != nil {
-		ev, ds := src.get(ctx, r.data.inv)
+		var ds diag.Diagnostics
+		ev, ds = src.get(ctx, r.data.inv)
 		diags.Append(ds...)
-		if ev != nil {
-			observeScope(ev, head, decl, reviews, r.data.predictOpts.DomainSuffix)
-			addObserved(&diags, src, ev.Window, decl, reviews, r.data.reviewHostLimit, r.routable(decl.Namespace))
-		}
 	}
-	checkBudget(&diags, m.MaxClusters, reviews, expected, decl)
+	rv := r.data.reviewer.Scope(decl, res, ev)
+	addRisks(&diags, rv.Workloads, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
+	if ev != nil {
+		addObserved(&diags, r.data.evidence, ev.Window, rv.Workloads, r.data.reviewHostLimit)
+	}
+	checkBudget(&diags, m.MaxClusters, rv, decl)
 	if diags.HasError() {
 		return diags
 	}
 
 	tflog.Debug(ctx, "compiled workload scope", map[string]any{
 		"id": decl.Namespace + "/" + res.Name, "egress_hosts": strings.Join(res.EgressHosts, ","),
-		"expected_clusters": expected, "reviewed_workloads": len(reviews),
+		"expected_clusters": rv.ExpectedClusters, "reviewed_workloads": len(rv.Workloads),
 	})
-	diags.Append(m.setCompiled(ctx, res, expected, reviews, r.data.reviewHostLimit)...)
+	diags.Append(m.setCompiled(ctx, res, rv, r.data.reviewHostLimit)...)
 	return diags
 }
 
@@ -538,6 +505,7 @@ func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.
 			addSystemHostsProblem(diags, pb)
 			continue
 		}
+		pb.Detail += remedy(pb)
 		p, ok := problemPath(pb, deps)
 		switch {
 		case !ok && pb.Warning:
@@ -550,6 +518,18 @@ func addProblems(diags *diag.Diagnostics, problems []scope.Problem, deps []attr.
 			diags.AddAttributeError(p, pb.Summary, pb.Detail)
 		}
 	}
+}
+
+// remedy is what mends a compiler problem whose fix depends on how the inventory is given: in
+// Terraform, through the provider's manifests.
+func remedy(pb scope.Problem) string {
+	switch {
+	case pb.Code == scope.CodeUnknownNamespace && pb.Attribute == scope.AttrNamespace:
+		return " Add its Namespace manifest (or objects in it) to the provider's manifests, or fix the name."
+	case pb.Code == scope.CodeUnknownService:
+		return " Add the service's manifest to the provider's manifests, or fix the name."
+	}
+	return ""
 }
 
 // addSystemHostsProblem reports a problem of the provider's system_hosts on the scope.
@@ -566,7 +546,7 @@ func addSystemHostsProblem(diags *diag.Diagnostics, pb scope.Problem) {
 // that it imports nothing from the mesh root namespace.
 func scopeWarned(problems []scope.Problem) bool {
 	for _, pb := range problems {
-		if pb.Warning && pb.Attribute == scope.AttrNone {
+		if pb.Code == scope.CodeSystemHostsMissing {
 			return true
 		}
 	}

@@ -3,6 +3,8 @@
 // through. It imports nothing from Terraform.
 package scope
 
+import "github.com/meshscope/terraform-provider-meshscope/internal/problem"
+
 // Dependency is one declared call target.
 type Dependency struct {
 	// Service is a Kubernetes service ("name.namespace", a bare "name" in the
@@ -60,6 +62,8 @@ const (
 
 // Problem is a diagnostic tied to one input attribute.
 type Problem struct {
+	// Code says what the problem is (codes.go); callers match it, never Summary or Detail.
+	Code problem.Code
 	// Attribute is one of the Attr* names.
 	Attribute string
 	// Index is the position within Declaration.Dependencies or .Ingress, or -1.
@@ -67,11 +71,9 @@ type Problem struct {
 	// Key is the map key for workload_selector problems.
 	Key     string
 	Summary string
+	// Detail says what is wrong, with the offending value. A remedy that depends on the
+	// surface (how the inventory is given: the provider's manifests, or -f PATH) is left to
+	// the surface, by Code: CodeUnknownNamespace and CodeUnknownService.
 	Detail  string
 	Warning bool
 }
-
-// Summaries of problems callers may want to recognise.
-const (
-	SummarySystemHostsMissing = "System Hosts Missing"
-)

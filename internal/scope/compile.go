@@ -16,9 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
-	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
+	"github.com/meshscope/terraform-provider-meshscope/internal/problem"
 )
 
 // Result is a compiled scope.
@@ -89,31 +90,33 @@ type settings struct {
 // policy and ingress listeners.
 func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
 	var probs []Problem
-	errf := func(attr string, idx int, key, summary, format string, a ...any) {
-		probs = append(probs, Problem{Attribute: attr, Index: idx, Key: key, Summary: summary, Detail: fmt.Sprintf(format, a...)})
+	errf := func(attr string, idx int, key string, code problem.Code, format string, a ...any) {
+		p := newProblem(code, attr, idx, fmt.Sprintf(format, a...))
+		p.Key = key
+		probs = append(probs, p)
 	}
 	var out settings
 
 	// namespace
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
-		errf(AttrNamespace, -1, "", "Invalid Namespace", "The namespace %q is not a valid Kubernetes namespace name: %s.", d.Namespace, strings.Join(errs, "; "))
+		errf(AttrNamespace, -1, "", CodeInvalidNamespace, "The namespace %q is not a valid Kubernetes namespace name: %s.", d.Namespace, strings.Join(errs, "; "))
 	} else if !slices.Contains(inv.NamespaceNames(), d.Namespace) {
 		hint := didyoumean.DidYouMean(d.Namespace, inv.NamespaceNames())
 		if inv.Empty() {
 			hint = mesh.EmptyHint
 		}
-		errf(AttrNamespace, -1, "", "Unknown Namespace",
-			"The namespace %q is not in the inventory.%s Add its Namespace manifest (or objects in it) to the provider's manifests, or fix the name.",
+		errf(AttrNamespace, -1, "", CodeUnknownNamespace,
+			"The namespace %q is not in the inventory.%s",
 			d.Namespace, hint)
 	}
 
 	// selector
 	for _, k := range sortedKeys(d.Selector) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			errf(AttrWorkloadSelector, -1, k, "Invalid Label Key", "The workload_selector key %q is not a valid Kubernetes label key: %s.", k, strings.Join(errs, "; "))
+			errf(AttrWorkloadSelector, -1, k, CodeInvalidLabelKey, "The workload_selector key %q is not a valid Kubernetes label key: %s.", k, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(d.Selector[k]); len(errs) > 0 {
-			errf(AttrWorkloadSelector, -1, k, "Invalid Label Value", "The workload_selector value %q (key %q) is not a valid Kubernetes label value: %s.", d.Selector[k], k, strings.Join(errs, "; "))
+			errf(AttrWorkloadSelector, -1, k, CodeInvalidLabelValue, "The workload_selector value %q (key %q) is not a valid Kubernetes label value: %s.", d.Selector[k], k, strings.Join(errs, "; "))
 		}
 	}
 
@@ -122,7 +125,7 @@ func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
 	if out.name == "" {
 		out.name = DefaultName(d.Selector)
 	} else if errs := validation.IsDNS1123Subdomain(out.name); len(errs) > 0 {
-		errf(AttrName, -1, "", "Invalid Name", "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", out.name, strings.Join(errs, "; "))
+		errf(AttrName, -1, "", CodeInvalidName, "The Sidecar name %q is not a valid Kubernetes object name: %s. Use lowercase letters, digits, '-' and '.', at most 253 characters.", out.name, strings.Join(errs, "; "))
 	}
 
 	// outbound traffic policy
@@ -133,22 +136,22 @@ func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
 	case "REGISTRY_ONLY":
 		out.policy = &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}
 	default:
-		errf(AttrOutboundTrafficPolicy, -1, "", "Invalid Outbound Traffic Policy", "The outbound_traffic_policy %q is not one of ALLOW_ANY, REGISTRY_ONLY.", d.OutboundTrafficPolicy)
+		errf(AttrOutboundTrafficPolicy, -1, "", CodeInvalidOutboundPolicy, "The outbound_traffic_policy %q is not one of ALLOW_ANY, REGISTRY_ONLY.", d.OutboundTrafficPolicy)
 	}
 
 	// ingress
 	for i, in := range d.Ingress {
 		if in.Port == 0 || in.Port > 65535 {
-			errf(AttrIngress, i, "", "Invalid Ingress Port", "The ingress port %d is not between 1 and 65535.", in.Port)
+			errf(AttrIngress, i, "", CodeInvalidIngressPort, "The ingress port %d is not between 1 and 65535.", in.Port)
 			continue
 		}
 		proto := istioconfig.SidecarListenerProtocol(in.Protocol)
 		if proto == "" {
-			errf(AttrIngress, i, "", "Invalid Ingress Protocol", "The ingress protocol %q is not an Istio protocol. Use one of %s.", in.Protocol, strings.Join(istioconfig.SidecarListenerProtocols(), ", "))
+			errf(AttrIngress, i, "", CodeInvalidIngressProtocol, "The ingress protocol %q is not an Istio protocol. Use one of %s.", in.Protocol, strings.Join(istioconfig.SidecarListenerProtocols(), ", "))
 			continue
 		}
 		if in.DefaultEndpoint != "" && !validDefaultEndpoint(in.DefaultEndpoint) {
-			errf(AttrIngress, i, "", "Invalid Default Endpoint", "The default_endpoint %q is not 127.0.0.1:PORT, 0.0.0.0:PORT, [::1]:PORT, [::]:PORT or unix:///path.", in.DefaultEndpoint)
+			errf(AttrIngress, i, "", CodeInvalidDefaultEndpoint, "The default_endpoint %q is not 127.0.0.1:PORT, 0.0.0.0:PORT, [::1]:PORT, [::]:PORT or unix:///path.", in.DefaultEndpoint)
 			continue
 		}
 		out.ingress = append(out.ingress, &networking.IstioIngressListener{
@@ -202,7 +205,7 @@ func (r *resolver) egress(d Declaration, targets []target, opts Options) ([]*net
 		imported = append(imported, t.host)
 	}
 	if !coversNamespace(imported, root) {
-		probs = append(probs, Problem{Attribute: AttrNone, Index: -1, Warning: true, Summary: SummarySystemHostsMissing,
+		probs = append(probs, Problem{Attribute: AttrNone, Index: -1, Warning: true, Code: CodeSystemHostsMissing, Summary: CodeSystemHostsMissing.Summary(),
 			Detail: fmt.Sprintf("The scope imports no service of the mesh root namespace %q (the provider's system_hosts are %q). "+
 				"Proxies reach istiod, telemetry and tracing through it; without it they are at risk. Add \"%s/*\" to system_hosts, "+
 				"or declare those services as dependencies.", root, system, root)})
@@ -214,7 +217,7 @@ func (r *resolver) egress(d Declaration, targets []target, opts Options) ([]*net
 	if policy == "REGISTRY_ONLY" {
 		for _, t := range targets {
 			if t.aliasOf != "" && !r.seCovers(t.aliasOf) {
-				probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "External Host Not In Registry",
+				probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Code: CodeExternalHostNotInRegistry, Summary: CodeExternalHostNotInRegistry.Summary(),
 					Detail: fmt.Sprintf("The dependency %q is an ExternalName alias for %q, and the outbound traffic policy is REGISTRY_ONLY, "+
 						"but no ServiceEntry covers %q: calls to it will be blocked. Add a ServiceEntry for %q.", d.Dependencies[t.index].Service, t.aliasOf, t.aliasOf, t.aliasOf)})
 			}
@@ -222,7 +225,7 @@ func (r *resolver) egress(d Declaration, targets []target, opts Options) ([]*net
 	}
 	for _, t := range targets {
 		for _, p := range t.unexposed {
-			probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "Port Not Exposed",
+			probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Code: CodeNamespacePortNotExposed, Summary: CodeNamespacePortNotExposed.Summary(),
 				Detail: fmt.Sprintf("The dependency %q declares port %d, but no service in namespace %q exposes it, so the port imports nothing.",
 					d.Dependencies[t.index].Service, p, strings.TrimSuffix(t.host, "/*"))})
 		}
@@ -241,7 +244,7 @@ func render(d Declaration, s settings, egress []*networking.IstioEgressListener)
 	labels := map[string]string{mesh.ManagedByLabel: mesh.ManagedByValue}
 	manifest, err := Marshal(s.name, d.Namespace, labels, spec)
 	if err != nil {
-		return nil, &Problem{Attribute: AttrDependencies, Index: -1, Summary: "Cannot Render Sidecar", Detail: fmt.Sprintf("Rendering the Sidecar failed: %v", err)}
+		return nil, &Problem{Attribute: AttrDependencies, Index: -1, Code: CodeCannotRenderSidecar, Summary: CodeCannotRenderSidecar.Summary(), Detail: fmt.Sprintf("Rendering the Sidecar failed: %v", err)}
 	}
 	sc := &mesh.Sidecar{
 		Meta: mesh.Meta{Kind: "Sidecar", APIVersion: "networking.istio.io/v1", Name: s.name, Namespace: d.Namespace, Labels: labels, Source: "meshscope"},
@@ -280,7 +283,7 @@ func portlessProblems(d Declaration, targets []target) []Problem {
 			why = fmt.Sprintf("The dependency %q lists ports, but a port it lists is also a UDP port of the same number, which "+
 				"Istio's port listener would take instead, so it imports every port", dep.Service)
 		}
-		probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "Dependency Widens Every Port",
+		probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Code: CodeDependencyWidensEveryPort, Summary: CodeDependencyWidensEveryPort.Summary(),
 			Detail: fmt.Sprintf("%s, while %s list theirs. A Sidecar narrows by port only when every dependency does, so this "+
 				"dependency makes the whole Sidecar import every port of every dependency. List its ports, or drop ports "+
 				"from the others to say so.", why, quoteList(withPorts, 3))})
@@ -321,7 +324,7 @@ func mixedProtocolProblems(d Declaration, targets []target) []Problem {
 			if mine == "" {
 				kind = "detected (its name names no protocol)"
 			}
-			probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Summary: "Port Listener Is TCP",
+			probs = append(probs, Problem{Attribute: AttrDependencies, Index: t.index, Warning: true, Code: CodePortListenerIsTCP, Summary: CodePortListenerIsTCP.Summary(),
 				Detail: fmt.Sprintf("The dependency %q calls port %d, whose protocol is %s, but %s on the same port is %s. A Sidecar has one "+
 					"listener per port, which meshscope makes TCP, so calls to %q on port %d are proxied as TCP only: its "+
 					"VirtualService routes and HTTP telemetry do not apply. Drop ports from the dependencies, so that each "+
@@ -553,18 +556,19 @@ func (r *resolver) knownNames() []string {
 
 func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 	s := strings.TrimSpace(dep.Service)
-	bad := func(summary, format string, a ...any) (target, *Problem) {
-		return target{}, &Problem{Summary: summary, Detail: fmt.Sprintf(format, a...)}
+	bad := func(code problem.Code, format string, a ...any) (target, *Problem) {
+		p := newProblem(code, AttrDependencies, -1, fmt.Sprintf(format, a...))
+		return target{}, &p
 	}
 	if s == "" {
-		return bad("Malformed Host", "A dependency has an empty service. Give a Kubernetes service (\"name\", \"name.namespace\" or its FQDN), a ServiceEntry host, or a whole namespace (\"ns/*\").")
+		return bad(CodeMalformedHost, "A dependency has an empty service. Give a Kubernetes service (\"name\", \"name.namespace\" or its FQDN), a ServiceEntry host, or a whole namespace (\"ns/*\").")
 	}
 	if ns, rest, ok := strings.Cut(s, "/"); ok {
 		if rest != "*" || strings.Contains(ns, "/") || len(validation.IsDNS1123Label(ns)) > 0 {
-			return bad("Malformed Host", "The dependency %q is not a Kubernetes service, a ServiceEntry host or a whole namespace. A namespace is written \"ns/*\" with a valid namespace name.", s)
+			return bad(CodeMalformedHost, "The dependency %q is not a Kubernetes service, a ServiceEntry host or a whole namespace. A namespace is written \"ns/*\" with a valid namespace name.", s)
 		}
 		if !slices.Contains(r.inv.NamespaceNames(), ns) {
-			return bad("Unknown Namespace", "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, didyoumean.DidYouMean(s, r.knownNames()))
+			return bad(CodeUnknownNamespace, "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, didyoumean.DidYouMean(s, r.knownNames()))
 		}
 		t := target{host: ns + "/*"}
 		if len(dep.Ports) > 0 {
@@ -584,7 +588,7 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 		check = host[2:]
 	}
 	if errs := validation.IsDNS1123Subdomain(check); len(errs) > 0 || strings.Contains(check, "*") {
-		return bad("Malformed Host", "The dependency %q is not a valid host name. Use \"name\", \"name.namespace\", \"name.namespace.svc.%s\", a ServiceEntry host such as \"api.example.com\", or \"ns/*\".", s, r.domain)
+		return bad(CodeMalformedHost, "The dependency %q is not a valid host name. Use \"name\", \"name.namespace\", \"name.namespace.svc.%s\", a ServiceEntry host such as \"api.example.com\", or \"ns/*\".", s, r.domain)
 	}
 	// Kubernetes services first.
 	if svc := r.kubeService(host); svc != nil {
@@ -594,7 +598,7 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 	if t, p, ok := r.serviceEntryTarget(s, host, dep.Ports); ok {
 		return t, p
 	}
-	return bad("Unknown Service", "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s Add the service's manifest to the provider's manifests, or fix the name.", s, r.didYouMean(s, host))
+	return bad(CodeUnknownService, "The dependency %q matches no Kubernetes Service and no ServiceEntry host in the inventory.%s", s, r.didYouMean(s, host))
 }
 
 // didYouMean suggests the known names nearest to a dependency. A Kubernetes FQDN
@@ -634,12 +638,12 @@ func (r *resolver) kubeService(host string) *mesh.Service {
 func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (target, *Problem) {
 	fqdn := svc.Name + "." + svc.Namespace + ".svc." + r.domain
 	if !r.inv.NamespaceVisible(svc.Namespace) {
-		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
+		return target{}, &Problem{Code: CodeServiceNotVisible, Summary: CodeServiceNotVisible.Summary(), Detail: fmt.Sprintf(
 			"The dependency %q resolves to %s, but its namespace %q is outside the mesh's discoverySelectors, so istiod never sees it. Label the namespace to match meshConfig.discoverySelectors.", raw, fqdn, svc.Namespace)}
 	}
 	// R9, R12: visible to the scope's namespace as the predictor sees it.
 	if !istioconfig.ExportedTo(istioconfig.EffectiveExportTo(istioconfig.AnnotationExportTo(svc.Annotations), r.inv.Mesh.DefaultServiceExportTo), svc.Namespace, r.ns) {
-		return target{}, &Problem{Summary: "Service Not Visible", Detail: fmt.Sprintf(
+		return target{}, &Problem{Code: CodeServiceNotVisible, Summary: CodeServiceNotVisible.Summary(), Detail: fmt.Sprintf(
 			"The dependency %q resolves to %s, which is not exported to namespace %q (annotation %s or meshConfig.defaultServiceExportTo). Export it to %q, or remove the dependency.", raw, fqdn, r.ns, istioconfig.ExportToAnnotation, r.ns)}
 	}
 	t := target{host: svc.Namespace + "/" + fqdn, proto: map[uint32]string{}}
@@ -666,11 +670,11 @@ func (r *resolver) kubeTarget(raw string, svc *mesh.Service, ports []uint32) (ta
 			}
 		}
 		if first == nil {
-			return target{}, &Problem{Summary: "Port Not Exposed", Detail: fmt.Sprintf(
+			return target{}, &Problem{Code: CodePortNotExposed, Summary: CodePortNotExposed.Summary(), Detail: fmt.Sprintf(
 				"The dependency %q declares port %d, but Service %s/%s exposes only %s. Use one of those ports, or drop ports to allow every port.", raw, want, svc.Namespace, svc.Name, strings.Join(avail, ", "))}
 		}
 		if !hasTCP {
-			return target{}, &Problem{Summary: "Port Not Exposed", Detail: fmt.Sprintf(
+			return target{}, &Problem{Code: CodePortNotExposed, Summary: CodePortNotExposed.Summary(), Detail: fmt.Sprintf(
 				"The dependency %q declares port %d, which Service %s/%s exposes only as UDP. Istio builds no cluster for UDP ports; drop the port or the dependency.", raw, want, svc.Namespace, svc.Name)}
 		}
 		if first.Protocol == corev1.ProtocolUDP {
@@ -727,7 +731,7 @@ func (r *resolver) serviceEntryTarget(raw, host string, ports []uint32) (target,
 			}
 		}
 		if !found {
-			return target{}, &Problem{Summary: "Port Not Exposed", Detail: fmt.Sprintf(
+			return target{}, &Problem{Code: CodePortNotExposed, Summary: CodePortNotExposed.Summary(), Detail: fmt.Sprintf(
 				"The dependency %q declares port %d, but ServiceEntry %s/%s exposes only %s. Use one of those ports, or drop ports to allow every port.", raw, want, best.Namespace, best.Name, strings.Join(avail, ", "))}, true
 		}
 		t.ports = append(t.ports, want)
@@ -793,7 +797,7 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 	exclusion := err != nil || ver.EgressExclusions() // an unparseable version is the provider's error
 	for i, h := range hosts {
 		if !exclusion && strings.HasPrefix(h, "~") && h != "~/*" { // "~/*" imports nothing on every release
-			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Exclusion Not Supported",
+			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Code: CodeExclusionNotSupported, Summary: CodeExclusionNotSupported.Summary(),
 				Detail: fmt.Sprintf("The host %q uses the \"~\" exclusion syntax, which Istio understands from %s on; istio_version is %q, where it matches nothing. Remove the entry or raise istio_version.", h, istioconfig.EgressExclusionsSince, istioVersion)})
 			continue
 		}
@@ -810,7 +814,7 @@ func ValidateSystemHosts(hosts []string, istioVersion string) []Problem {
 			bad = len(validation.IsDNS1123Subdomain(strings.ToLower(check))) > 0
 		}
 		if bad {
-			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Summary: "Malformed Host",
+			probs = append(probs, Problem{Attribute: AttrSystemHosts, Index: i, Code: CodeMalformedHost, Summary: CodeMalformedHost.Summary(),
 				Detail: fmt.Sprintf("The system host %q is not a Sidecar egress host. Use \"namespace/dnsName\", for example \"istio-system/*\".", h)})
 		}
 	}

@@ -49,12 +49,12 @@ func Conflicts(inv *mesh.Inventory, sc *mesh.Sidecar) []Problem {
 		theirs := other.Spec.GetWorkloadSelector()
 		switch {
 		case mine == nil && theirs == nil:
-			probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Summary: "Conflicting Namespace Default Sidecar",
+			probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Code: CodeConflictingDefault, Summary: CodeConflictingDefault.Summary(),
 				Detail: fmt.Sprintf("Namespace %q already has the selector-less Sidecar %q (%s). Istio applies only the oldest selector-less Sidecar in a namespace. Set workload_selector, or %s", sc.Namespace, other.Name, other.Source, takeOver(other))})
 		case mine != nil && theirs != nil:
 			for _, w := range inv.Workloads {
 				if w.Namespace == sc.Namespace && Selects(mine.GetLabels(), w.PodLabels) && Selects(theirs.GetLabels(), w.PodLabels) {
-					probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Summary: "Conflicting Sidecar Selection",
+					probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Code: CodeConflictingSelection, Summary: CodeConflictingSelection.Summary(),
 						Detail: fmt.Sprintf("Workload %s/%s (%s) is selected both by this scope and by the existing Sidecar %q (%s). Istio applies only the oldest matching Sidecar (istioctl analyze IST0110). Narrow workload_selector, or %s", w.Namespace, w.Name, w.Kind, other.Name, other.Source, takeOver(other))})
 					break
 				}

@@ -43,7 +43,7 @@ func Decompile(sc *mesh.Sidecar, opts Options, rootNamespace string) (Declaratio
 			}
 			svc, err := hostToDependency(h, sc.Namespace, domain)
 			if err != nil {
-				probs = append(probs, Problem{Attribute: AttrDependencies, Index: -1, Summary: "Egress Host Not Importable",
+				probs = append(probs, Problem{Attribute: AttrDependencies, Index: -1, Code: CodeEgressHostNotImportable, Summary: CodeEgressHostNotImportable.Summary(),
 					Detail: fmt.Sprintf("Sidecar %s/%s: %v", sc.Namespace, sc.Name, err)})
 				continue
 			}

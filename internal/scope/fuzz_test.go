@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/problem"
 )
 
 // FuzzCompile compiles arbitrary declarations against the seed inventory. Bad
@@ -27,6 +28,13 @@ func FuzzCompile(f *testing.F) {
 			d.Ingress = []Ingress{{Port: ingressPort, Protocol: proto, DefaultEndpoint: endpoint}}
 		}
 		res, problems := Compile(inv, d, Options{})
+		for _, p := range problems {
+			// Every problem carries a defined code, whose summary and level it reports.
+			def, ok := problem.Lookup(p.Code)
+			if !ok || def.Summary != p.Summary || (def.Level == problem.Warning) != p.Warning {
+				t.Fatalf("problem %+v: its code %q is not defined as its summary and level (%+v)", p, p.Code, def)
+			}
+		}
 		for _, p := range problems {
 			if !p.Warning {
 				return

@@ -1,0 +1,39 @@
+package review
+
+import (
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/problem"
+)
+
+// The review's problem codes (MS3xxx): what a surface reports about a reviewed workload.
+var (
+	CodeDropsRoutedHost = define("MS3001", problem.Warning, "Scope Drops Routed Host",
+		"A workload loses its clusters for a host that a VirtualService it keeps in scope routes to: calls along that route would fail.")
+	CodeRootNamespaceNotInScope = define("MS3002", problem.Warning, "Root Namespace Not In Scope",
+		"A workload keeps no cluster for a service of the mesh root namespace, though it has some today.")
+	CodeBudgetExceeded = define("MS3003", problem.Error, "Cluster Budget Exceeded",
+		"A workload the scope governs would hold more CDS clusters than the scope's budget (max_clusters).")
+	CodeCutsObservedCalls = define("MS3004", problem.Warning, "Scope Cuts Observed Calls",
+		"A workload called destinations over the window that it would have no cluster for under the scope (an error when the surface is set to fail on it).")
+	CodeCallsOutsideRegistry = define("MS3005", problem.Warning, "Observed Calls Outside The Registry",
+		"A workload called destinations the mesh registry does not hold (through PassthroughCluster, or into BlackHoleCluster).")
+	CodeHostsNotInInventory = define("MS3006", problem.Warning, "Observed Hosts Not In The Inventory",
+		"A workload called service hosts the inventory does not hold, so those calls are not checked.")
+	CodeRiskyTightening = define("MS3007", problem.Warning, "Risky Scope Tightening",
+		"A tightening the mesh configuration points out as unsafe, of a kind without a code of its own.")
+)
+
+func define(code problem.Code, level problem.Level, summary, meaning string) problem.Code {
+	return problem.Define(code, level, "review", summary, meaning)
+}
+
+// RiskCode is the code of a risky tightening the predictor found.
+func RiskCode(kind string) problem.Code {
+	switch kind {
+	case predict.RiskVirtualServiceDestination:
+		return CodeDropsRoutedHost
+	case predict.RiskRootNamespace:
+		return CodeRootNamespaceNotInScope
+	}
+	return CodeRiskyTightening
+}

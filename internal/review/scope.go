@@ -1,0 +1,166 @@
+package review
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
+)
+
+// Options are the settings of a review.
+type Options struct {
+	// DomainSuffix is the cluster's DNS suffix ("cluster.local").
+	DomainSuffix string
+	// Scope are the compiler's settings, with which a fix's dependency is checked.
+	Scope scope.Options
+}
+
+// Reviewer reviews the scopes of one inventory. It is safe for concurrent use: Terraform plans
+// several scopes at once.
+type Reviewer struct {
+	inv   *mesh.Inventory
+	pred  *predict.Predictor
+	opts  Options
+	route *Routability
+}
+
+// NewReviewer reviews scopes against the inventory as it is, which pred predicts.
+func NewReviewer(inv *mesh.Inventory, pred *predict.Predictor, opts Options) *Reviewer {
+	return &Reviewer{inv: inv, pred: pred, opts: opts, route: NewRoutability(inv, opts.Scope)}
+}
+
+// Workload is one workload a scope selects, predicted under the inventory as it is and under
+// the scope's Sidecar.
+type Workload struct {
+	predict.WorkloadReview
+	// Key names the workload: "namespace/Kind/name".
+	Key string
+	// Governed is set when the scope's Sidecar is the one in effect for the workload
+	// afterwards. A namespace default yields to selecting Sidecars.
+	Governed bool
+	// Proxy is the workload as a proxy.
+	Proxy predict.WorkloadProxy
+	// Observed is the workload's check against observed traffic; nil without evidence.
+	Observed *Observed
+}
+
+// Scope is the review of one scope.
+type Scope struct {
+	// Workloads are the workloads of the inventory the scope selects, sorted by namespace,
+	// then workload.
+	Workloads []Workload
+	// ExpectedClusters is the CDS cluster count of the selected workloads once the Sidecar
+	// applies: the largest over the workloads it governs, else over those it selects, else
+	// (no selected workload in the inventory) the count of a pod with the selector labels.
+	ExpectedClusters int
+}
+
+// Scope reviews a compiled scope: every workload of the inventory the declaration selects,
+// predicted as the inventory is (without a Sidecar of the scope's own name, which a live
+// inventory holds once the scope is applied, so that the review does not change between apply
+// and re-plan) and with the scope's Sidecar. With evidence, each workload is also checked
+// against the calls it made. The result is a pure function of its inputs.
+func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.Evidence) *Scope {
+	own := res.Sidecar.Key()
+	head := r.pred.WithSidecars(res.Sidecar)
+	base := r.pred
+	if slices.ContainsFunc(r.inv.Sidecars, func(sc *mesh.Sidecar) bool { return sc.Key() == own }) {
+		base = r.pred.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own })
+	}
+	s := &Scope{Workloads: selected(base, head, decl, own)}
+	s.ExpectedClusters = expectedClusters(head, decl, s.Workloads)
+	if ev != nil {
+		r.observe(ev, head, decl, s.Workloads)
+	}
+	return s
+}
+
+// selected reviews every workload of head the declaration selects, sorted.
+func selected(base, head *predict.Predictor, decl scope.Declaration, sidecarKey string) []Workload {
+	var out []Workload
+	for _, w := range head.WorkloadProxies() {
+		if w.Namespace != decl.Namespace || !scope.Selects(decl.Selector, w.Labels) {
+			continue
+		}
+		rv := predict.Review(base, head, w)
+		sc := head.SidecarFor(w.Proxy())
+		out = append(out, Workload{
+			WorkloadReview: rv,
+			Key:            rv.Namespace + "/" + rv.Workload,
+			Governed:       sc != nil && sc.Key() == sidecarKey,
+			Proxy:          w,
+		})
+	}
+	slices.SortStableFunc(out, func(a, b Workload) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Workload, b.Workload))
+	})
+	return out
+}
+
+func expectedClusters(head *predict.Predictor, decl scope.Declaration, ws []Workload) int {
+	if len(ws) == 0 {
+		return len(head.Predict(predict.Proxy{Namespace: decl.Namespace, Labels: maps.Clone(decl.Selector)}).Clusters)
+	}
+	governed, largest := -1, 0
+	for _, w := range ws {
+		largest = max(largest, w.After)
+		if w.Governed {
+			governed = max(governed, w.After)
+		}
+	}
+	if governed >= 0 {
+		return governed
+	}
+	return largest
+}
+
+// observe checks every reviewed workload against the evidence: the calls the head (the
+// inventory with the scope's Sidecar) would cut, with their fixes, the declared dependencies
+// nothing called, and the calls that leave the registry or go to hosts the inventory lacks.
+func (r *Reviewer) observe(ev *traffic.Evidence, head *predict.Predictor, decl scope.Declaration, ws []Workload) {
+	rule := noPorts
+	if len(decl.Dependencies) > 0 && !slices.ContainsFunc(decl.Dependencies, func(d scope.Dependency) bool { return len(d.Ports) == 0 }) {
+		rule = certainPort
+	}
+	var idx outboundIndex
+	for i := range ws {
+		w := &ws[i]
+		calls := ev.Calls(w.Proxy.Namespace, w.Proxy.Name)
+		o := &Observed{Unobserved: Unobserved(calls, decl.Dependencies, decl.Namespace, r.opts.DomainSuffix)}
+		if len(calls) > 0 {
+			for _, c := range idx.cut(calls, head.Outbound(w.Proxy.Proxy())) {
+				o.Cut = append(o.Cut, CutCall{Call: c})
+			}
+		}
+		for _, c := range calls {
+			switch c.Class {
+			case traffic.ClassPassthrough, traffic.ClassBlackHole:
+				o.Outside = append(o.Outside, CutCall{Call: c})
+			case traffic.ClassUnknown:
+				o.Unknown = append(o.Unknown, c)
+			}
+		}
+		fixes(r.route, w.Proxy.Namespace, o.Cut, rule)
+		fixes(r.route, w.Proxy.Namespace, o.Outside, rule)
+		w.Observed = o
+	}
+}
+
+// OverBudget returns the workloads the scope governs that would hold more than limit clusters.
+// With no selected workload in the inventory, overPod says whether a pod with the selector
+// labels would.
+func (s *Scope) OverBudget(limit int) (over []Workload, overPod bool) {
+	if len(s.Workloads) == 0 {
+		return nil, s.ExpectedClusters > limit
+	}
+	for _, w := range s.Workloads {
+		if w.Governed && w.After > limit {
+			over = append(over, w)
+		}
+	}
+	return over, false
+}

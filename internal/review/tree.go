@@ -1,0 +1,148 @@
+package review
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
+)
+
+// Tree reviews a change between two trees of manifests: every workload of either, as the diff
+// command shows it. Only one workload's review is held at a time, so that memory does not grow
+// with the mesh. Not safe for concurrent use.
+type Tree struct {
+	base, head *predict.Predictor
+	ev         *traffic.Evidence
+	route      *Routability
+	idx        outboundIndex
+}
+
+// NewTree reviews the change from base to head. With evidence (nil: none), each workload's
+// observed calls are checked against head, whose inventory is headInv: the observed calls are
+// the head tree's workloads' calls, to the head tree's hosts.
+func NewTree(base, head *predict.Predictor, headInv *mesh.Inventory, ev *traffic.Evidence, opts Options) *Tree {
+	t := &Tree{base: base, head: head, ev: ev}
+	if ev != nil {
+		t.route = NewRoutability(headInv, opts.Scope)
+	}
+	return t
+}
+
+// Change is one workload's review between the trees.
+type Change struct {
+	predict.WorkloadReview
+	// Cut are, with evidence, the workload's observed calls the head tree cuts, new ones first,
+	// then the largest counts; nil without evidence or when none is cut.
+	Cut []CutCall
+}
+
+// Each calls fn with each workload of either tree whose cluster list changes, sorted by
+// namespace, name and kind.
+func (t *Tree) Each(fn func(Change) error) error {
+	type key struct{ ns, kind, name string }
+	type sides struct {
+		first          predict.WorkloadProxy // reviewed on both sides, as before
+		head           predict.WorkloadProxy
+		inBase, inHead bool
+	}
+	seen := map[key]*sides{}
+	var keys []key
+	for i, p := range []*predict.Predictor{t.base, t.head} {
+		for _, w := range p.WorkloadProxies() {
+			k := key{w.Namespace, w.Kind, w.Name}
+			s, ok := seen[k]
+			if !ok {
+				s = &sides{first: w}
+				seen[k] = s
+				keys = append(keys, k)
+			}
+			if i == 0 {
+				s.inBase = true
+			} else {
+				s.inHead, s.head = true, w
+			}
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+	})
+	reviewer := predict.NewReviewer(t.base, t.head)
+	for _, k := range keys {
+		s := seen[k]
+		rv := reviewer.Review(s.first)
+		if !rv.Changed() {
+			continue
+		}
+		c := Change{WorkloadReview: rv}
+		if t.ev != nil && s.inHead {
+			c.Cut = t.cuts(s.head, s.inBase)
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EachUnchangedCut calls fn with each workload of the head tree whose observed calls the head
+// tree cuts and for which changed ("namespace/Kind/name") is false, in head's order. Its
+// cluster list is the same on both sides, so every such call is cut today already. Without
+// evidence it calls nothing.
+func (t *Tree) EachUnchangedCut(changed func(key string) bool, fn func(Change) error) error {
+	if t.ev == nil {
+		return nil
+	}
+	for _, w := range t.head.WorkloadProxies() {
+		id := w.Kind + "/" + w.Name
+		if changed(w.Namespace+"/"+id) || len(t.ev.Calls(w.Namespace, w.Name)) == 0 {
+			continue
+		}
+		cuts := t.cuts(w, true)
+		if len(cuts) == 0 {
+			continue
+		}
+		if err := fn(Change{WorkloadReview: predict.WorkloadReview{Namespace: w.Namespace, Workload: id}, Cut: cuts}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cuts checks a workload's observed calls against the head tree's outbound clusters, and each
+// cut one against the base tree's; inBase says the base tree holds the workload.
+func (t *Tree) cuts(w predict.WorkloadProxy, inBase bool) []CutCall {
+	calls := t.ev.Calls(w.Namespace, w.Name)
+	if len(calls) == 0 {
+		return nil
+	}
+	cut := t.idx.cut(calls, t.head.Outbound(w.Proxy()))
+	if len(cut) == 0 {
+		return nil
+	}
+	cutBefore := map[string]bool{}
+	if inBase {
+		for _, c := range t.idx.cut(cut, t.base.Outbound(w.Proxy())) {
+			cutBefore[callKey(c)] = true
+		}
+	}
+	out := make([]CutCall, 0, len(cut))
+	for _, c := range cut {
+		out = append(out, CutCall{Call: c, New: !inBase || !cutBefore[callKey(c)]})
+	}
+	fixes(t.route, w.Namespace, out, metricPort)
+	slices.SortStableFunc(out, func(a, b CutCall) int {
+		return cmp.Or(boolRank(!a.New)-boolRank(!b.New), cmp.Compare(int64(b.Count+0.5), int64(a.Count+0.5)),
+			strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
