@@ -1,6 +1,6 @@
 // Command terraform-provider-meshscope serves the meshscope Terraform provider.
-// Given one of the subcommands (clusters, diff, render, suggest, query, version, help) it runs the command line
-// instead: `terraform-provider-meshscope clusters -f PATH --namespace NS --labels k=v`.
+// Given a command of the command line (clusters, diff, render, suggest, query, version, help: the one list is
+// internal/cli's) it runs that instead: `terraform-provider-meshscope clusters -f PATH --namespace NS --labels k=v`.
 package main
 
 import (
@@ -23,21 +23,9 @@ var version = "dev"
 // sets it.
 var atExit = func() {}
 
-// subcommands are the command line verbs and help; anything else serves the provider.
-var subcommands = map[string]bool{
-	"clusters": true,
-	"diff":     true,
-	"render":   true,
-	"suggest":  true,
-	"query":    true,
-	"version":  true, "--version": true, "-version": true,
-	"help": true, "-h": true, "-help": true, "--help": true,
-}
-
 func main() {
-	cli.Version = version
-	if len(os.Args) > 1 && subcommands[os.Args[1]] {
-		os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	if len(os.Args) > 1 && cli.IsCommand(os.Args[1]) {
+		os.Exit(cli.Run(version, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 
 	quietUnreadLogs(os.Getenv, os.Setenv)

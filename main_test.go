@@ -3,7 +3,23 @@ package main
 import (
 	"maps"
 	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/cli"
 )
+
+// TestCommandLineOrProvider: the command line's verbs, help and version run the command line;
+// anything else, -debug included, serves the provider.
+func TestCommandLineOrProvider(t *testing.T) {
+	for arg, want := range map[string]bool{
+		"clusters": true, "diff": true, "render": true, "suggest": true, "query": true,
+		"version": true, "--version": true, "-version": true, "help": true, "-h": true, "-help": true, "--help": true,
+		"-debug": false, "--debug": false, "": false, "serve": false, "frobnicate": false,
+	} {
+		if got := cli.IsCommand(arg); got != want {
+			t.Errorf("IsCommand(%q) = %v, want %v", arg, got, want)
+		}
+	}
+}
 
 func TestQuietUnreadLogs(t *testing.T) {
 	cases := []struct {

@@ -241,7 +241,7 @@ func BenchmarkDiffRollout(b *testing.B) {
 		b.Run(o, func(b *testing.B) {
 			for range b.N {
 				var out, errb bytes.Buffer
-				if code := cli.Run([]string{"diff", "--base", base, "--head", head, "-o", o}, strings.NewReader(""), &out, &errb); code != cli.ExitChanged {
+				if code := cli.Run("dev", []string{"diff", "--base", base, "--head", head, "-o", o}, strings.NewReader(""), &out, &errb); code != cli.ExitChanged {
 					b.Fatalf("exit %d: %s", code, errb.String())
 				}
 				b.ReportMetric(float64(out.Len()), "output-bytes")

@@ -3,23 +3,26 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"os"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(args, strings.NewReader(stdin), &out, &errb)
+	code := Run("dev", args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
 func TestClustersNamesSeed(t *testing.T) {
-	code, out, errs := run(t, "", "clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--labels", "app=test-app", "-o", "names")
+	seed, sidecar := fixture.SeedFile(t), fixture.SidecarFooFile(t)
+	code, out, errs := run(t, "", "clusters", "-f", seed, "--namespace", "foo", "--labels", "app=test-app", "-o", "names")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -27,22 +30,19 @@ func TestClustersNamesSeed(t *testing.T) {
 	if len(lines) != 19 || lines[0] != "BlackHoleCluster" || lines[len(lines)-1] != "outbound|80||istio-ingressgateway.istio-system.svc.cluster.local" {
 		t.Errorf("got %d names:\n%s", len(lines), out)
 	}
-	code, out, _ = run(t, "", "clusters", "-f", "testdata/seed.yaml", "-f", "testdata/sidecar.yaml", "--pod", "foo/test-app", "-o", "names")
+	code, out, _ = run(t, "", "clusters", "-f", seed, "-f", sidecar, "--pod", "foo/test-app", "-o", "names")
 	if code != ExitOK || strings.Count(out, "\n") != 13 {
 		t.Errorf("with the Sidecar, exit %d, %d names:\n%s", code, strings.Count(out, "\n"), out)
 	}
 }
 
 func TestClustersTableAndJSON(t *testing.T) {
-	code, out, _ := run(t, "", "clusters", "-f", "testdata/seed.yaml", "--namespace", "bar", "--labels", "app=test-app")
+	seed := fixture.SeedFile(t)
+	code, out, _ := run(t, "", "clusters", "-f", seed, "--namespace", "bar", "--labels", "app=test-app")
 	if code != ExitOK || !strings.HasPrefix(out, "SERVICE FQDN") || strings.Count(out, "\n") != 24 {
 		t.Errorf("table: exit %d, %d lines:\n%s", code, strings.Count(out, "\n"), out)
 	}
-	seed, err := os.ReadFile("testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out, errs := run(t, string(seed), "clusters", "-f", "-", "--namespace", "bar", "--labels", "app=test-app", "-o", "json")
+	code, out, errs := run(t, fixture.Seed, "clusters", "-f", "-", "--namespace", "bar", "--labels", "app=test-app", "-o", "json")
 	if code != ExitOK {
 		t.Fatalf("json from the seed on stdin: exit %d: %s", code, errs)
 	}
@@ -58,6 +58,7 @@ func TestClustersTableAndJSON(t *testing.T) {
 }
 
 func TestClustersExitCodes(t *testing.T) {
+	seed := fixture.SeedFile(t)
 	cases := []struct {
 		name string
 		args []string
@@ -67,24 +68,24 @@ func TestClustersExitCodes(t *testing.T) {
 		{"no command", nil, ExitUsage, "Usage"},
 		{"unknown command", []string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
 		{"missing -f", []string{"clusters", "--namespace", "foo"}, ExitUsage, "missing -f"},
-		{"missing namespace", []string{"clusters", "-f", "testdata/seed.yaml"}, ExitUsage, "missing --namespace"},
-		{"bad output", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "-o", "xml"}, ExitUsage, `"xml"`},
-		{"bad labels", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--labels", "novalue"}, ExitUsage, `"novalue"`},
-		{"invalid label key", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--labels", "bad key=x"}, ExitError, `"bad key"`},
-		{"invalid namespace", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "Foo_"}, ExitError, `"Foo_"`},
+		{"missing namespace", []string{"clusters", "-f", seed}, ExitUsage, "missing --namespace"},
+		{"bad output", []string{"clusters", "-f", seed, "--namespace", "foo", "-o", "xml"}, ExitUsage, `"xml"`},
+		{"bad labels", []string{"clusters", "-f", seed, "--namespace", "foo", "--labels", "novalue"}, ExitUsage, `"novalue"`},
+		{"invalid label key", []string{"clusters", "-f", seed, "--namespace", "foo", "--labels", "bad key=x"}, ExitError, `"bad key"`},
+		{"invalid namespace", []string{"clusters", "-f", seed, "--namespace", "Foo_"}, ExitError, `"Foo_"`},
 		{"missing file", []string{"clusters", "-f", "testdata/nope.yaml", "--namespace", "foo"}, ExitError, "nope.yaml"},
-		{"unknown pod", []string{"clusters", "-f", "testdata/seed.yaml", "--pod", "foo/ghost"}, ExitError, `"foo/ghost"`},
-		{"bad version", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--istio-version", "2.0"}, ExitUsage, `"2.0"`},
-		{"unknown namespace", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "fooo", "--labels", "app=test-app"}, ExitError,
+		{"unknown pod", []string{"clusters", "-f", seed, "--pod", "foo/ghost"}, ExitError, `"foo/ghost"`},
+		{"bad version", []string{"clusters", "-f", seed, "--namespace", "foo", "--istio-version", "2.0"}, ExitUsage, `"2.0"`},
+		{"unknown namespace", []string{"clusters", "-f", seed, "--namespace", "fooo", "--labels", "app=test-app"}, ExitError,
 			`namespace "fooo" is not in the inventory. Did you mean "foo"`},
 		{"empty stdin", []string{"clusters", "-f", "-", "--namespace", "foo"}, ExitError, "stdin is empty"},
 		{"stdin twice", []string{"clusters", "-f", "-", "-f", "-", "--namespace", "foo"}, ExitError, "given twice"},
 		{"empty directory", []string{"clusters", "-f", "testdata/empty-dir", "--namespace", "foo"}, ExitError, "holds no *.yaml or *.yml file"},
 		{"no kind meshscope reads", []string{"clusters", "-f", "testdata/configmaps-only.yaml", "--namespace", "foo"}, ExitError, "The inventory is empty"},
-		{"bad domain suffix", []string{"clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "--domain-suffix", "a..b"}, ExitUsage, `--domain-suffix "a..b"`},
-		{"diff bad domain suffix", []string{"diff", "--base", "testdata/seed.yaml", "--head", "testdata/seed.yaml", "--domain-suffix", "-x"}, ExitUsage, `--domain-suffix "-x"`},
+		{"bad domain suffix", []string{"clusters", "-f", seed, "--namespace", "foo", "--domain-suffix", "a..b"}, ExitUsage, `--domain-suffix "a..b"`},
+		{"diff bad domain suffix", []string{"diff", "--base", seed, "--head", seed, "--domain-suffix", "-x"}, ExitUsage, `--domain-suffix "-x"`},
 		{"diff stdin twice", []string{"diff", "--base", "-", "--head", "-"}, ExitUsage, "only one of --base and --head"},
-		{"diff empty stdin", []string{"diff", "--base", "-", "--head", "testdata/seed.yaml"}, ExitError, "stdin is empty"},
+		{"diff empty stdin", []string{"diff", "--base", "-", "--head", seed}, ExitError, "stdin is empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,6 +125,29 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 }
 
+// TestCommandsOneList: every command of the one list is a command for main, has its line in
+// the usage, and, with flags, its -h in the help; version prints the version Run is given.
+func TestCommandsOneList(t *testing.T) {
+	_, help, _ := run(t, "", "help")
+	for _, c := range commands("") {
+		for _, arg := range append([]string{c.name}, c.aliases...) {
+			if !IsCommand(arg) {
+				t.Errorf("IsCommand(%q) = false", arg)
+			}
+		}
+		if line := fmt.Sprintf("\n  %-10s %s\n", c.name, c.summary); !strings.Contains(usage(), line) {
+			t.Errorf("the usage lacks %q", line)
+		}
+		if c.flags && !strings.Contains(help, "\n"+c.name+":\nUsage: terraform-provider-meshscope "+c.name) {
+			t.Errorf("the help lacks the flags of %s:\n%s", c.name, help)
+		}
+	}
+	var out bytes.Buffer
+	if code := Run("v1.2.3", []string{"--version"}, nil, &out, io.Discard); code != ExitOK || out.String() != "terraform-provider-meshscope v1.2.3\n" {
+		t.Errorf("version: exit %d, %q", code, out.String())
+	}
+}
+
 func TestProgress(t *testing.T) {
 	var b bytes.Buffer
 	long := time.Now().Add(-3 * time.Second)
@@ -138,7 +162,8 @@ func TestProgress(t *testing.T) {
 		t.Errorf("--quiet, or a quick step: %q", b.String())
 	}
 	// A quick command prints nothing but its output.
-	if code, _, errs := run(t, "", "clusters", "-f", "testdata/seed.yaml", "--namespace", "foo", "-o", "names"); code != ExitOK || errs != "" {
+	seed := fixture.SeedFile(t)
+	if code, _, errs := run(t, "", "clusters", "-f", seed, "--namespace", "foo", "-o", "names"); code != ExitOK || errs != "" {
 		t.Errorf("clusters: exit %d, stderr %q", code, errs)
 	}
 }

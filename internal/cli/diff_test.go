@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/bench"
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -37,20 +38,35 @@ func goldenFile(t *testing.T, path, got string) {
 	}
 }
 
+// seedTrees writes the two manifest trees of TestDiffSeed: base is the seed mesh with a
+// VirtualService of bar routing to foo (testdata/diff/vs.yaml); head adds the compiled Sidecar
+// of foo's scope.
+func seedTrees(t *testing.T) (base, head string) {
+	t.Helper()
+	vs, err := os.ReadFile(filepath.Join("testdata", "diff", "vs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = fixture.Dir(t, map[string]string{"seed.yaml": fixture.Seed, "vs.yaml": string(vs)})
+	head = fixture.Dir(t, map[string]string{"seed.yaml": fixture.Seed, "vs.yaml": string(vs), "sidecar.yaml": fixture.SidecarFoo})
+	return base, head
+}
+
 // TestDiffSeed: tightening foo's scope gives foo 19 -> 13, and bar is unchanged.
 func TestDiffSeed(t *testing.T) {
+	base, head := seedTrees(t)
 	for _, o := range []string{"table", "markdown", "json"} {
-		code, out, errs := run(t, "", "diff", "--base", "testdata/diff/base", "--head", "testdata/diff/head", "-o", o)
+		code, out, errs := run(t, "", "diff", "--base", base, "--head", head, "-o", o)
 		if code != ExitChanged {
 			t.Fatalf("-o %s: exit %d, want 3: %s", o, code, errs)
 		}
 		golden(t, "seed."+o, out)
 	}
-	code, out, _ := run(t, "", "diff", "--base", "testdata/diff/base", "--head", "testdata/diff/base")
+	code, out, _ := run(t, "", "diff", "--base", base, "--head", base)
 	if code != ExitOK || out != "No proxy's cluster list changes.\n" {
 		t.Errorf("no change: exit %d, %q", code, out)
 	}
-	code, _, errs := run(t, "", "diff", "--base", "testdata/diff/base", "--head", "testdata/missing")
+	code, _, errs := run(t, "", "diff", "--base", base, "--head", "testdata/missing")
 	if code != ExitError || errs == "" {
 		t.Errorf("missing head: exit %d, %q", code, errs)
 	}
@@ -64,7 +80,7 @@ func TestDiffSeed(t *testing.T) {
 // root-namespace service.
 func TestDiffRisk(t *testing.T) {
 	dir := t.TempDir()
-	seed, _ := os.ReadFile("testdata/seed.yaml")
+	seed := []byte(fixture.Seed)
 	vs := []byte(`apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: to-api, namespace: bar}
@@ -373,7 +389,7 @@ func BenchmarkDiffObserved(b *testing.B) {
 			for range b.N {
 				var out countingWriter
 				var errb strings.Builder
-				if code := Run([]string{"diff", "--base", base, "--head", head, "--observed", snap, "-o", o, "--quiet"}, nil, &out, &errb); code != ExitChanged {
+				if code := Run("dev", []string{"diff", "--base", base, "--head", head, "--observed", snap, "-o", o, "--quiet"}, nil, &out, &errb); code != ExitChanged {
 					b.Fatalf("exit %d: %s", code, errb.String())
 				}
 				b.ReportMetric(float64(out.n), "output-bytes")

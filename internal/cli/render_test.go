@@ -7,13 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/gitops"
 )
 
 func TestRenderWriteCheckAndRewrite(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mesh")
+	sidecar := fixture.SidecarFooFile(t)
 	// The inventory's other kinds are ignored: only the Sidecar goes into the base.
-	args := []string{"render", "-f", "testdata/seed.yaml", "-f", "testdata/sidecar.yaml", "--out", out, "--env", "dev", "--env", "prod"}
+	args := []string{"render", "-f", fixture.SeedFile(t), "-f", sidecar, "--out", out, "--env", "dev", "--env", "prod"}
 
 	code, stdout, stderr := run(t, "", append(args, "--check")...)
 	if code != ExitChanged || !strings.Contains(stdout, "create base/foo/test-app.yaml") {
@@ -74,7 +76,7 @@ func TestRenderWriteCheckAndRewrite(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "overlays", "NOTES.md"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, _ = run(t, "", "render", "-f", "testdata/sidecar.yaml", "--out", out, "--env", "dev")
+	code, stdout, _ = run(t, "", "render", "-f", sidecar, "--out", out, "--env", "dev")
 	if code != ExitOK || !strings.Contains(stdout, "delete overlays/prod/kustomization.yaml") {
 		t.Fatalf("render with dev only: exit %d, %q", code, stdout)
 	}
@@ -108,12 +110,8 @@ argocd:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sidecar, err := os.ReadFile("testdata/sidecar.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "out")
-	code, stdout, stderr := run(t, string(sidecar), "render", "-f", "-", "--settings", settings, "--out", out)
+	code, stdout, stderr := run(t, fixture.SidecarFoo, "render", "-f", "-", "--settings", settings, "--out", out)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
 	}
@@ -128,6 +126,7 @@ argocd:
 }
 
 func TestRenderExitCodes(t *testing.T) {
+	sidecar := fixture.SidecarFooFile(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	write := func(name, content string) string {
@@ -152,18 +151,18 @@ func TestRenderExitCodes(t *testing.T) {
 		msg  string
 	}{
 		{"missing -f", []string{"render", "--out", out, "--env", "dev"}, ExitUsage, "missing -f"},
-		{"missing --out", []string{"render", "-f", "testdata/sidecar.yaml", "--env", "dev"}, ExitUsage, "missing --out"},
-		{"no environment", []string{"render", "-f", "testdata/sidecar.yaml", "--out", out}, ExitUsage, "no environment"},
+		{"missing --out", []string{"render", "-f", sidecar, "--env", "dev"}, ExitUsage, "missing --out"},
+		{"no environment", []string{"render", "-f", sidecar, "--out", out}, ExitUsage, "no environment"},
 		{"unknown flag", []string{"render", "--frobnicate"}, ExitUsage, "frobnicate"},
-		{"extra argument", []string{"render", "-f", "testdata/sidecar.yaml", "--out", out, "--env", "dev", "more"}, ExitUsage, `"more"`},
+		{"extra argument", []string{"render", "-f", sidecar, "--out", out, "--env", "dev", "more"}, ExitUsage, `"more"`},
 		{"help", []string{"render", "-h"}, ExitOK, "--check"},
 		{"missing file", []string{"render", "-f", "testdata/nope.yaml", "--out", out, "--env", "dev"}, ExitError, "nope.yaml"},
-		{"duplicate Sidecar", []string{"render", "-f", "testdata/sidecar.yaml", "-f", "testdata/sidecar.yaml", "--out", out, "--env", "dev"}, ExitError, "Duplicate Sidecar"},
-		{"unknown settings field", []string{"render", "-f", "testdata/sidecar.yaml", "--out", out, "--settings", badSettings}, ExitError, "labelz"},
-		{"invalid environment", []string{"render", "-f", "testdata/sidecar.yaml", "--out", out, "--settings", badEnv}, ExitError, `Invalid Environment Name`},
-		{"patch kustomize cannot apply", []string{"render", "-f", "testdata/sidecar.yaml", "--out", out, "--settings", badPatch}, ExitError, `environments["dev"].patches[0]: Invalid Patch`},
-		{"foreign file", []string{"render", "-f", "testdata/sidecar.yaml", "--out", foreignDir, "--env", "dev"}, ExitError, "did not write"},
-		{"foreign file, check", []string{"render", "-f", "testdata/sidecar.yaml", "--out", foreignDir, "--env", "dev", "--check"}, ExitError, "did not write"},
+		{"duplicate Sidecar", []string{"render", "-f", sidecar, "-f", sidecar, "--out", out, "--env", "dev"}, ExitError, "Duplicate Sidecar"},
+		{"unknown settings field", []string{"render", "-f", sidecar, "--out", out, "--settings", badSettings}, ExitError, "labelz"},
+		{"invalid environment", []string{"render", "-f", sidecar, "--out", out, "--settings", badEnv}, ExitError, `Invalid Environment Name`},
+		{"patch kustomize cannot apply", []string{"render", "-f", sidecar, "--out", out, "--settings", badPatch}, ExitError, `environments["dev"].patches[0]: Invalid Patch`},
+		{"foreign file", []string{"render", "-f", sidecar, "--out", foreignDir, "--env", "dev"}, ExitError, "did not write"},
+		{"foreign file, check", []string{"render", "-f", sidecar, "--out", foreignDir, "--env", "dev", "--check"}, ExitError, "did not write"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,15 +6,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
-
-// Version is the provider's version, set by main.
-var Version = "dev"
 
 // Exit codes.
 const (
@@ -24,57 +22,95 @@ const (
 	ExitChanged = 3 // diff found changes / render --check found drift
 )
 
-const usage = `Usage: terraform-provider-meshscope <command> [flags]
+// A command is one verb of the command line.
+type command struct {
+	name    string
+	aliases []string // other spellings that run it: "--help" for help
+	summary string   // its line in the usage
+	flags   bool     // it has flags of its own, which help lists from its -h
+	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
 
-Commands:
-  clusters   predict the Envoy CDS clusters istiod pushes to one sidecar proxy
-  diff       compare every proxy's predicted clusters between two manifest trees
-  render     write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps
-  suggest    write a meshscope_workload_scope per calling workload, from the calls Prometheus observed
-  query      print the PromQL meshscope issues and the command that writes a snapshot of its answer
-  version    print the version
-  help       print this help, with every command's flags
+// commands is the one list of the command line's verbs: Run dispatches on it, the usage and
+// help list it, and IsCommand tells main which arguments run it. version is what the version
+// command prints.
+func commands(version string) []command {
+	return []command{
+		{name: "clusters", summary: "predict the Envoy CDS clusters istiod pushes to one sidecar proxy", flags: true, run: runClusters},
+		{name: "diff", summary: "compare every proxy's predicted clusters between two manifest trees", flags: true, run: runDiff},
+		{name: "render", summary: "write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps", flags: true, run: runRender},
+		{name: "suggest", summary: "write a meshscope_workload_scope per calling workload, from the calls Prometheus observed", flags: true, run: runSuggest},
+		{name: "query", summary: "print the PromQL meshscope issues and the command that writes a snapshot of its answer", flags: true, run: runQuery},
+		{name: "version", aliases: []string{"--version", "-version"}, summary: "print the version",
+			run: func(_ []string, _ io.Reader, stdout, _ io.Writer) int {
+				fmt.Fprintf(stdout, "terraform-provider-meshscope %s\n", version)
+				return ExitOK
+			}},
+		{name: "help", aliases: []string{"-h", "-help", "--help"}, summary: "print this help, with every command's flags",
+			run: func(_ []string, _ io.Reader, stdout, _ io.Writer) int {
+				help(stdout)
+				return ExitOK
+			}},
+	}
+}
 
+// lookup finds the command that arg names, by name or alias.
+func lookup(cmds []command, arg string) (command, bool) {
+	for _, c := range cmds {
+		if c.name == arg || slices.Contains(c.aliases, arg) {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// IsCommand reports whether arg names a command of the command line (or its help or version);
+// given anything else, the binary serves the Terraform provider.
+func IsCommand(arg string) bool {
+	_, ok := lookup(commands(""), arg)
+	return ok
+}
+
+// usage is the synopsis of the command line, with a line per command.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Usage: terraform-provider-meshscope <command> [flags]\n\nCommands:\n")
+	for _, c := range commands("") {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
 Run 'terraform-provider-meshscope <command> -h' for the flags of a command.
 Run without arguments, the binary serves the Terraform provider (-debug: for a debugger such as delve).
-`
+`)
+	return b.String()
+}
 
-// Run runs one command and returns its exit status.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return ExitUsage
-	}
-	switch args[0] {
-	case "clusters":
-		return runClusters(args[1:], stdin, stdout, stderr)
-	case "diff":
-		return runDiff(args[1:], stdin, stdout, stderr)
-	case "render":
-		return runRender(args[1:], stdin, stdout, stderr)
-	case "suggest":
-		return runSuggest(args[1:], stdin, stdout, stderr)
-	case "query":
-		return runQuery(args[1:], stdin, stdout, stderr)
-	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "terraform-provider-meshscope %s\n", Version)
-		return ExitOK
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		// Each command's own -h, so that the help never drifts from the flags.
-		for _, cmd := range []struct {
-			name string
-			run  func([]string, io.Reader, io.Writer, io.Writer) int
-		}{{"clusters", runClusters}, {"diff", runDiff}, {"render", runRender}, {"suggest", runSuggest}, {"query", runQuery}} {
-			var b bytes.Buffer
-			cmd.run([]string{"-h"}, nil, io.Discard, &b)
-			fmt.Fprintf(stdout, "\n%s:\n%s", cmd.name, b.String())
+// help prints the usage, then each command's own -h, so that the help never drifts from the flags.
+func help(stdout io.Writer) {
+	fmt.Fprint(stdout, usage())
+	for _, c := range commands("") {
+		if !c.flags {
+			continue
 		}
-		return ExitOK
-	default:
-		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+		var b bytes.Buffer
+		c.run([]string{"-h"}, nil, io.Discard, &b)
+		fmt.Fprintf(stdout, "\n%s:\n%s", c.name, b.String())
+	}
+}
+
+// Run runs one command of the command line and returns its exit status; version is the
+// provider's version, which the version command prints.
+func Run(version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage())
 		return ExitUsage
 	}
+	c, ok := lookup(commands(version), args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage())
+		return ExitUsage
+	}
+	return c.run(args[1:], stdin, stdout, stderr)
 }
 
 // checkDomainSuffix validates --domain-suffix as the provider validates domain_suffix.

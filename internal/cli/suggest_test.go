@@ -504,7 +504,7 @@ func BenchmarkSuggestMesh(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var out countingWriter
 		var errb strings.Builder
-		if code := Run([]string{"suggest", "-f", meshFile, "--observed", snapFile, "--quiet"}, nil, &out, &errb); code != ExitOK {
+		if code := Run("dev", []string{"suggest", "-f", meshFile, "--observed", snapFile, "--quiet"}, nil, &out, &errb); code != ExitOK {
 			b.Fatalf("exit %d: %s", code, errb.String())
 		}
 		b.ReportMetric(float64(out.n), "output-bytes")

@@ -14,6 +14,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
@@ -26,7 +27,7 @@ var exampleDir = filepath.Join("..", "..", "examples", "gitops")
 func seedSidecars(t *testing.T) map[string]string {
 	t.Helper()
 	inv := mesh.New()
-	if err := inv.LoadPaths([]string{filepath.Join("..", "..", "examples", "seed", "manifests")}, nil); err != nil {
+	if err := inv.AddYAML("seed", []byte(fixture.Seed)); err != nil {
 		t.Fatal(err)
 	}
 	http80 := []scope.Ingress{{Port: 80, Protocol: "HTTP", DefaultEndpoint: "127.0.0.1:80"}}

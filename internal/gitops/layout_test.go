@@ -8,62 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden and the example's committed layout")
 
-// The seed's compiled Sidecars: foo/test-app calls only the control plane; bar/test-app
-// calls foo.foo on port 80, so its Sidecar is port-level with a catch-all for the system hosts.
+// The seed's compiled Sidecars (internal/fixture): foo/test-app calls only the control plane;
+// bar/test-app calls foo.foo on port 80, so its Sidecar is port-level with a catch-all for the
+// system hosts.
+var seedFoo, seedBar = fixture.SidecarFoo, fixture.SidecarBar
+
 const (
-	seedFoo = `apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata:
-  labels:
-    app.kubernetes.io/managed-by: meshscope
-  name: test-app
-  namespace: foo
-spec:
-  egress:
-  - hosts:
-    - istio-system/*
-  ingress:
-  - defaultEndpoint: 127.0.0.1:80
-    port:
-      name: http-80
-      number: 80
-      protocol: HTTP
-  workloadSelector:
-    labels:
-      app: test-app
-`
-	seedBar = `apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata:
-  labels:
-    app.kubernetes.io/managed-by: meshscope
-  name: test-app
-  namespace: bar
-spec:
-  egress:
-  - hosts:
-    - foo/foo.foo.svc.cluster.local
-    - istio-system/*
-    port:
-      name: http-80
-      number: 80
-      protocol: HTTP
-  - hosts:
-    - istio-system/*
-  ingress:
-  - defaultEndpoint: 127.0.0.1:80
-    port:
-      name: http-80
-      number: 80
-      protocol: HTTP
-  workloadSelector:
-    labels:
-      app: test-app
-`
 	// portOnly is port-level with no system hosts: no catch-all listener.
 	portOnly = `apiVersion: networking.istio.io/v1beta1
 kind: Sidecar

@@ -1,10 +1,10 @@
 package predict
 
 import (
-	"os"
 	"slices"
 	"testing"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -39,13 +39,10 @@ func without(list []string, drop ...string) []string {
 	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return slices.Contains(drop, s) })
 }
 
+// seedYAML is the seed mesh (internal/fixture).
 func seedYAML(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return fixture.Seed
 }
 
 var appTestApp = map[string]string{"app": "test-app"}

@@ -176,7 +176,7 @@ func suggestAdopt(t *testing.T) string {
 	t.Helper()
 	dir := adoptDir(t)
 	var out, errOut bytes.Buffer
-	if rc := cli.Run([]string{"suggest", "-f", filepath.Join(dir, "manifests"), "--observed", filepath.Join(dir, "observed.json"), "--quiet"},
+	if rc := cli.Run("dev", []string{"suggest", "-f", filepath.Join(dir, "manifests"), "--observed", filepath.Join(dir, "observed.json"), "--quiet"},
 		strings.NewReader(""), &out, &errOut); rc != 0 {
 		t.Fatalf("suggest exited %d: %s", rc, errOut.String())
 	}

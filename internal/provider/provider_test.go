@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
@@ -30,7 +31,8 @@ var testProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, 
 }
 
 // seedDir returns the absolute path of the seed inventory, examples/seed/manifests,
-// found relative to this package's directory.
+// found relative to this package's directory: the example itself, which holds the same mesh
+// as the other packages' fixture (internal/fixture checks that).
 func seedDir(t *testing.T) string {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "seed", "manifests"))
@@ -43,15 +45,11 @@ func seedDir(t *testing.T) string {
 	return dir
 }
 
-// seedSidecarFile returns the absolute path of the seed's Sidecar for foo/test-app
-// (ingress 80, egress istio-system/*).
+// seedSidecarFile returns the path of a file holding the compiled Sidecar of the seed's foo
+// scope (ingress 80, egress istio-system/*).
 func seedSidecarFile(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", "seed-sidecar-foo.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return fixture.SidecarFooFile(t)
 }
 
 // seedProvider is a provider block over the seed inventory. extra are more HCL

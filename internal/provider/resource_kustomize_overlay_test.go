@@ -22,31 +22,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/gitops"
 )
 
 // overlayFooSidecar is the compiled Sidecar of the seed's foo scope.
-const overlayFooSidecar = `apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata:
-  labels:
-    app.kubernetes.io/managed-by: meshscope
-  name: test-app
-  namespace: foo
-spec:
-  egress:
-  - hosts:
-    - istio-system/*
-  ingress:
-  - defaultEndpoint: 127.0.0.1:80
-    port:
-      name: http-80
-      number: 80
-      protocol: HTTP
-  workloadSelector:
-    labels:
-      app: test-app
-`
+var overlayFooSidecar = fixture.SidecarFoo
 
 // overlayConfig is a meshscope_kustomize_overlay "x" writing dir, with the
 // given environments (HCL) and argocd (HCL, or "" for none).

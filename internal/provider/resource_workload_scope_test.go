@@ -9,30 +9,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 )
 
 // seedFooSidecar is the manifest the compiler emits for the seed's foo scope.
-const seedFooSidecar = `apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata:
-  labels:
-    app.kubernetes.io/managed-by: meshscope
-  name: test-app
-  namespace: foo
-spec:
-  egress:
-  - hosts:
-    - istio-system/*
-  ingress:
-  - defaultEndpoint: 127.0.0.1:80
-    port:
-      name: http-80
-      number: 80
-      protocol: HTTP
-  workloadSelector:
-    labels:
-      app: test-app
-`
+var seedFooSidecar = fixture.SidecarFoo
 
 const seedScopes = `
 resource "meshscope_workload_scope" "foo" {

@@ -2,11 +2,11 @@ package review
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
@@ -33,12 +33,8 @@ spec:
 
 func seed(t *testing.T, extra ...string) (*mesh.Inventory, *predict.Predictor) {
 	t.Helper()
-	b, err := os.ReadFile("../predict/testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	inv := mesh.New()
-	if err := inv.AddYAML("seed", b); err != nil {
+	if err := inv.AddYAML("seed", []byte(fixture.Seed)); err != nil {
 		t.Fatal(err)
 	}
 	for i, y := range extra {

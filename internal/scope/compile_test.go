@@ -2,23 +2,19 @@ package scope
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
 func seedInventory(t testing.TB) *mesh.Inventory {
 	t.Helper()
-	b, err := os.ReadFile("testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	inv := mesh.New()
-	if err := inv.AddYAML("seed", b); err != nil {
+	if err := inv.AddYAML("seed", []byte(fixture.Seed)); err != nil {
 		t.Fatal(err)
 	}
 	return inv
@@ -42,29 +38,9 @@ func TestCompileSeedScope(t *testing.T) {
 	if len(probs) > 0 {
 		t.Fatalf("problems: %+v", probs)
 	}
-	want := `apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata:
-  labels:
-    app.kubernetes.io/managed-by: meshscope
-  name: test-app
-  namespace: foo
-spec:
-  egress:
-  - hosts:
-    - istio-system/*
-  ingress:
-  - defaultEndpoint: 127.0.0.1:80
-    port:
-      name: http-80
-      number: 80
-      protocol: HTTP
-  workloadSelector:
-    labels:
-      app: test-app
-`
-	if r.Manifest != want {
-		t.Errorf("manifest:\n%s\nwant:\n%s", r.Manifest, want)
+	// The golden other packages' tests use as the compiled seed Sidecar.
+	if want := fixture.SidecarFoo; r.Manifest != want {
+		t.Errorf("manifest differs from internal/fixture/sidecar-foo.yaml:\n%s\nwant:\n%s", r.Manifest, want)
 	}
 	for i := 0; i < 20; i++ {
 		again, _ := Compile(inv, d, Options{})
@@ -83,6 +59,24 @@ spec:
 	p, _ := predict.New(inv.WithSidecars(back), predict.Options{})
 	if n := len(p.Predict(predict.Proxy{Namespace: "foo", Labels: app}).Clusters); n != 13 {
 		t.Errorf("parsed-back manifest gives %d clusters, want 13", n)
+	}
+}
+
+// TestCompileSeedBarScope checks the compiled Sidecar of the seed's bar scope (HTTP on 80, calls
+// foo.foo on port 80) against the golden other packages' tests use.
+func TestCompileSeedBarScope(t *testing.T) {
+	inv := seedInventory(t)
+	d := Declaration{Namespace: "bar", Selector: app, Ingress: []Ingress{{Port: 80, Protocol: "HTTP", DefaultEndpoint: "127.0.0.1:80"}},
+		Dependencies: []Dependency{{Service: "foo.foo", Ports: []uint32{80}}}}
+	r, probs := Compile(inv, d, Options{})
+	if len(probs) > 0 {
+		t.Fatalf("problems: %+v", probs)
+	}
+	if want := fixture.SidecarBar; r.Manifest != want {
+		t.Errorf("manifest differs from internal/fixture/sidecar-bar.yaml:\n%s\nwant:\n%s", r.Manifest, want)
+	}
+	if got := predictWith(t, inv, r, "bar"); len(got) != 14 {
+		t.Errorf("bar under the compiled scope has %d clusters, want 14: %v", len(got), got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
 )
@@ -18,26 +19,7 @@ import (
 const seedManifests = "../../examples/seed/manifests"
 
 // seedSidecar is the Sidecar the seed's meshscope_workload_scope "foo" compiles to.
-const seedSidecar = `
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata:
-  name: test-app
-  namespace: foo
-spec:
-  workloadSelector:
-    labels:
-      app: test-app
-  ingress:
-    - port:
-        number: 80
-        protocol: HTTP
-        name: http
-      defaultEndpoint: 127.0.0.1:80
-  egress:
-    - hosts:
-        - istio-system/*
-`
+var seedSidecar = fixture.SidecarFoo
 
 // TestSeedLive applies the seed scenario to the test control plane, connects the xDS probe as
 // foo's test-app pod and checks what istiod pushes: 19 CDS clusters with no Sidecar, 13 with the
