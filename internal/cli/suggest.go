@@ -157,10 +157,3 @@ func quoteList(l []string) string {
 	}
 	return strings.Join(l, ", ")
 }
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
