@@ -8,6 +8,7 @@ import (
 	"flag"
 	"log"
 	"os"
+	"runtime/debug"
 	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -29,6 +30,7 @@ func main() {
 	}
 
 	quietUnreadLogs(os.Getenv, os.Setenv)
+	tuneGC(os.Getenv, debug.SetGCPercent, debug.SetMemoryLimit)
 
 	var debug bool
 

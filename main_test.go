@@ -50,3 +50,26 @@ func TestQuietUnreadLogs(t *testing.T) {
 		})
 	}
 }
+
+func TestTuneGC(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		env            map[string]string
+		percent, limit int64 // -1: left alone
+	}{
+		{"nothing set: serving settings", map[string]string{}, servingGCPercent, servingMemoryLimit},
+		{"GOGC set: percent left alone", map[string]string{"GOGC": "100"}, -1, servingMemoryLimit},
+		{"GOMEMLIMIT set: limit left alone", map[string]string{"GOMEMLIMIT": "512MiB"}, servingGCPercent, -1},
+		{"both set: nothing changes", map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, -1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			percent, limit := int64(-1), int64(-1)
+			tuneGC(func(k string) string { return tc.env[k] },
+				func(p int) int { percent = int64(p); return 100 },
+				func(l int64) int64 { limit = l; return 0 })
+			if percent != tc.percent || limit != tc.limit {
+				t.Errorf("set percent %d, limit %d; want %d, %d", percent, limit, tc.percent, tc.limit)
+			}
+		})
+	}
+}

@@ -64,6 +64,9 @@ type Result struct {
 	// the same slice for each of them, so work on it can be shared too.
 	outbound, rest []Cluster
 	shared         bool
+	// facts are the names and hosts of a shared outbound list, computed once for every
+	// proxy that shares it.
+	facts *listFacts
 }
 
 // Names returns the sorted CDS cluster names.

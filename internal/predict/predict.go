@@ -132,7 +132,7 @@ func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 	// same list, and the first one sorts it for the others.
 	var outbound []Cluster
 	if scope.labelFree {
-		outbound = p.sortedOutbound(scope)
+		outbound, res.facts = p.sortedOutbound(scope)
 	} else {
 		outbound = ix.sortedOutbound(scope, proxy)
 	}
@@ -191,23 +191,24 @@ func (ix *index) sortedOutbound(scope *sidecarScope, proxy Proxy) []Cluster {
 
 // sortedOutbound returns the sorted outbound clusters every proxy of a
 // labelFree scope gets. The list is shared: it must not be changed.
-func (p *Predictor) sortedOutbound(scope *sidecarScope) []Cluster {
+func (p *Predictor) sortedOutbound(scope *sidecarScope) ([]Cluster, *listFacts) {
 	scope.sortedMu.Lock()
-	list := scope.sorted
+	list, facts := scope.sorted, scope.facts
 	scope.sortedMu.Unlock()
 	if list != nil {
-		return list
+		return list, facts
 	}
 	list = p.ix.sortedOutbound(scope, Proxy{})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	scope.sortedMu.Lock()
 	if scope.sorted != nil {
-		list = scope.sorted // another proxy was faster
+		list, facts = scope.sorted, scope.facts // another proxy was faster
 		scope.sortedMu.Unlock()
-		return list
+		return list, facts
 	}
-	scope.sorted = list
+	facts = &listFacts{}
+	scope.sorted, scope.facts = list, facts
 	scope.sortedMu.Unlock()
 	p.kept = append(p.kept, scope)
 	p.keptClusters += len(list)
@@ -216,10 +217,10 @@ func (p *Predictor) sortedOutbound(scope *sidecarScope) []Cluster {
 		p.kept = p.kept[1:]
 		old.sortedMu.Lock()
 		p.keptClusters -= len(old.sorted)
-		old.sorted = nil
+		old.sorted, old.facts = nil, nil
 		old.sortedMu.Unlock()
 	}
-	return list
+	return list, facts
 }
 
 // mergeByName merges two lists sorted by name. On equal names a comes first:
@@ -482,10 +483,23 @@ func namedTCPPort(w *mesh.Workload, name string) int {
 }
 
 // WorkloadProxies lists every workload of the inventory, sorted by namespace, name and kind.
-func (p *Predictor) WorkloadProxies() []WorkloadProxy {
+func (p *Predictor) WorkloadProxies() []WorkloadProxy { return p.workloadProxies("") }
+
+// WorkloadProxiesIn lists the workloads of one namespace, sorted by name and kind.
+func (p *Predictor) WorkloadProxiesIn(namespace string) []WorkloadProxy {
+	if namespace == "" {
+		return nil
+	}
+	return p.workloadProxies(namespace)
+}
+
+// workloadProxies lists the workloads of namespace ("": of every namespace), sorted.
+func (p *Predictor) workloadProxies(namespace string) []WorkloadProxy {
 	var out []WorkloadProxy
 	for _, w := range p.ix.inv.Workloads {
-		out = append(out, WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.PodLabels})
+		if namespace == "" || w.Namespace == namespace {
+			out = append(out, WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.PodLabels})
+		}
 	}
 	slices.SortStableFunc(out, func(a, b WorkloadProxy) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))

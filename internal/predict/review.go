@@ -27,7 +27,7 @@ func Compare(before, after *Result) Delta { return compare(before, after, nil) }
 // it holds it (and put there when it does not).
 func compare(before, after *Result, memo *outboundMemo) Delta {
 	if memo != nil && before != nil && after != nil && before.shared && after.shared {
-		out := memo.get(before.outbound, after.outbound)
+		out := memo.get(before, after)
 		d := Delta{Before: before.count(), After: after.count(), AddedHosts: out.AddedHosts, RemovedHosts: out.RemovedHosts}
 		// The fixed and inbound clusters are a handful per proxy; their names never collide with
 		// outbound ones, so the two changes merge into sorted lists.
@@ -47,14 +47,37 @@ func compareLists(before, after *Result) Delta {
 	if after != nil {
 		a = after.merged()
 	}
-	d := Delta{Before: len(b), After: len(a)}
-	bn, an := names(b), names(a)
-	d.AddedClusters = minus(an, bn)
-	d.RemovedClusters = minus(bn, an)
-	bh, ah := hosts(b), hosts(a)
-	d.AddedHosts = minus(ah, bh)
-	d.RemovedHosts = minus(bh, ah)
-	return d
+	bn, bh := names(b), hosts(b)
+	an, ah := names(a), hosts(a)
+	return delta(len(b), len(a), bn, an, bh, ah)
+}
+
+// delta is the change between two lists given their sorted names and hosts.
+func delta(nb, na int, bn, an, bh, ah []string) Delta {
+	return Delta{Before: nb, After: na,
+		AddedClusters: minus(an, bn), RemovedClusters: minus(bn, an),
+		AddedHosts: minus(ah, bh), RemovedHosts: minus(bh, ah)}
+}
+
+// listFacts are the sorted names and hosts of a shared outbound list: a review reads them for
+// every workload compared with it, and a plan compares one list with many.
+type listFacts struct {
+	once         sync.Once
+	names, hosts []string
+}
+
+func (f *listFacts) get(cs []Cluster) ([]string, []string) {
+	f.once.Do(func() { f.names, f.hosts = names(cs), hosts(cs) })
+	return f.names, f.hosts
+}
+
+// factsOf are the names and hosts of a Result's shared outbound list, from its facts when it
+// has them.
+func factsOf(r *Result) ([]string, []string) {
+	if r.facts != nil {
+		return r.facts.get(r.outbound)
+	}
+	return names(r.outbound), hosts(r.outbound)
 }
 
 // outboundMemo remembers the change between two shared outbound lists, by their identity. Its
@@ -73,7 +96,8 @@ type outboundPair struct {
 	nb, na        int
 }
 
-func (m *outboundMemo) get(before, after []Cluster) Delta {
+func (m *outboundMemo) get(b, a *Result) Delta {
+	before, after := b.outbound, a.outbound
 	k := outboundPair{first(before), first(after), len(before), len(after)}
 	m.mu.Lock()
 	d, ok := m.m[k]
@@ -81,7 +105,9 @@ func (m *outboundMemo) get(before, after []Cluster) Delta {
 	if ok {
 		return d
 	}
-	d = compareLists(&Result{Clusters: before}, &Result{Clusters: after})
+	bn, bh := factsOf(b)
+	an, ah := factsOf(a)
+	d = delta(len(before), len(after), bn, an, bh, ah)
 	m.mu.Lock()
 	if m.m == nil || len(m.m) >= memoSize {
 		m.m = make(map[outboundPair]Delta, memoSize)

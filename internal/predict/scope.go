@@ -67,6 +67,8 @@ type sidecarScope struct {
 	// the first proxy and shared by the others while the Predictor keeps them.
 	sortedMu sync.Mutex
 	sorted   []Cluster
+	// facts are what a comparison reads of sorted, computed once; dropped with it.
+	facts *listFacts
 	// clusterHint is the number of outbound clusters to expect.
 	clusterHint int
 }

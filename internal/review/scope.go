@@ -82,11 +82,12 @@ func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.
 // selected reviews every workload of head the declaration selects, sorted.
 func selected(base, head *predict.Predictor, decl scope.Declaration, sidecarKey string) []Workload {
 	var out []Workload
-	for _, w := range head.WorkloadProxies() {
-		if w.Namespace != decl.Namespace || !scope.Selects(decl.Selector, w.Labels) {
+	reviewer := predict.NewReviewer(base, head)
+	for _, w := range head.WorkloadProxiesIn(decl.Namespace) {
+		if !scope.Selects(decl.Selector, w.Labels) {
 			continue
 		}
-		rv := predict.Review(base, head, w)
+		rv := reviewer.Review(w)
 		sc := head.SidecarFor(w.Proxy())
 		out = append(out, Workload{
 			WorkloadReview: rv,
