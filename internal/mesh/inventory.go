@@ -272,6 +272,30 @@ func (inv *Inventory) NamespaceNames() []string {
 	return out
 }
 
+// HasNamespace reports whether ns is declared or holds an object: whether NamespaceNames
+// lists it, without building the list.
+func (inv *Inventory) HasNamespace(ns string) bool {
+	if _, ok := inv.Namespaces[ns]; ok {
+		return true
+	}
+	for _, s := range inv.Services {
+		if s.Namespace == ns {
+			return true
+		}
+	}
+	for _, w := range inv.Workloads {
+		if w.Namespace == ns {
+			return true
+		}
+	}
+	for _, s := range inv.ServiceEntries {
+		if s.Namespace == ns {
+			return true
+		}
+	}
+	return false
+}
+
 // NamespaceVisible applies meshConfig.discoverySelectors (rule R6): with selectors
 // set, only namespaces whose labels match one of them are seen by istiod.
 func (inv *Inventory) NamespaceVisible(ns string) bool {

@@ -100,7 +100,7 @@ func validate(inv *mesh.Inventory, d Declaration) (settings, []Problem) {
 	// namespace
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
 		errf(AttrNamespace, -1, "", CodeInvalidNamespace, "The namespace %q is not a valid Kubernetes namespace name: %s.", d.Namespace, strings.Join(errs, "; "))
-	} else if !slices.Contains(inv.NamespaceNames(), d.Namespace) {
+	} else if !inv.HasNamespace(d.Namespace) {
 		hint := didyoumean.DidYouMean(d.Namespace, inv.NamespaceNames())
 		if inv.Empty() {
 			hint = mesh.EmptyHint
@@ -567,7 +567,7 @@ func (r *resolver) resolve(dep Dependency) (target, *Problem) {
 		if rest != "*" || strings.Contains(ns, "/") || len(validation.IsDNS1123Label(ns)) > 0 {
 			return bad(CodeMalformedHost, "The dependency %q is not a Kubernetes service, a ServiceEntry host or a whole namespace. A namespace is written \"ns/*\" with a valid namespace name.", s)
 		}
-		if !slices.Contains(r.inv.NamespaceNames(), ns) {
+		if !r.inv.HasNamespace(ns) {
 			return bad(CodeUnknownNamespace, "The dependency %q names the namespace %q, which is not in the inventory.%s", s, ns, didyoumean.DidYouMean(s, r.knownNames()))
 		}
 		t := target{host: ns + "/*"}
