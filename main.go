@@ -1,6 +1,6 @@
-// Command terraform-provider-meshscope serves the meshscope Terraform provider.
-// Given a command of the command line (clusters, diff, render, suggest, query, version, help: the one list is
-// internal/cli's) it runs that instead: `terraform-provider-meshscope clusters -f PATH --namespace NS --labels k=v`.
+// Command terraform-provider-meshscope serves the meshscope Terraform provider. Given a command of the
+// command line (internal/cli holds the one list), it runs that instead:
+// `terraform-provider-meshscope clusters -f PATH --namespace NS --labels k=v`.
 package main
 
 import (

@@ -9,7 +9,7 @@ package main
 // often as it needs to.
 const (
 	servingGCPercent   = 400
-	servingMemoryLimit = 1 << 30 // bytes
+	servingMemoryLimit = 2 << 30 // bytes
 )
 
 // tuneGC sets the collector for serving, leaving alone what the environment sets.

@@ -27,6 +27,8 @@ type CutCall struct {
 	// Unroutable is the compiler's reason no scope of the workload's namespace can route the
 	// call (a Service not exported there, say), so declaring Dependency does not mend it; "" when it does.
 	Unroutable string `json:"unroutable,omitempty"`
+
+	fix review.Fix
 }
 
 // CutRow is a workload whose cluster list does not change but whose observed calls the head
@@ -43,7 +45,7 @@ func cutCalls(cuts []review.CutCall) []CutCall {
 	out := make([]CutCall, len(cuts))
 	for i, c := range cuts {
 		out[i] = CutCall{Host: c.Host, Port: c.Port, Protocol: c.Protocol, Count: int64(c.Count + 0.5), Unit: c.Unit(),
-			Dependency: c.Dependency(), New: c.New, Unroutable: c.Fix.Refusal()}
+			Dependency: c.Fix.Dependency.Service, New: c.New, Unroutable: c.Fix.Refusal(), fix: c.Fix}
 	}
 	return out
 }
@@ -76,7 +78,7 @@ func describeCut(c CutCall) string {
 	if c.New {
 		extra = ", new"
 	}
-	if c.Unroutable != "" {
+	if !c.fix.Declarable() {
 		extra += ", no scope can route it"
 	}
 	return fmt.Sprintf("%s (%s%s)", host, c.amount(), extra)
@@ -109,12 +111,8 @@ func mdCut(ns, workload string, c CutCall, window string) string {
 	if c.Port != 0 {
 		host = fmt.Sprintf("`%s:%d`", c.Host, c.Port)
 	}
-	elem := fmt.Sprintf("{ service = %q }", c.Dependency)
-	if c.Port != 0 {
-		elem = fmt.Sprintf("{ service = %q, ports = [%d] }", c.Dependency, c.Port)
-	}
-	fix := fmt.Sprintf("declare `%s`", elem)
-	if c.Unroutable != "" {
+	fix := fmt.Sprintf("declare `%s`", c.fix.Dependency.Element())
+	if !c.fix.Declarable() {
 		fix = "no scope can route it: " + c.Unroutable
 	}
 	return fmt.Sprintf("`%s/%s`: %s over %s to %s; %s\n", ns, workload, c.amount(), window, host, fix)

@@ -168,6 +168,7 @@ func assertPlansClean(t *testing.T, manifests []string, snapshot, tfJSON string,
 	// Each scope is reviewed as the provider plans it: the review must find no observed call cut.
 	reviewer := review.NewReviewer(inv, pred, review.Options{DomainSuffix: mesh.DefaultDomainSuffix})
 	byName := map[string]string{} // namespace/Sidecar name -> resource
+	var sidecars []*mesh.Sidecar
 	reviewed := 0
 	for _, name := range sortedKeysOf(decls) {
 		d := decls[name]
@@ -186,6 +187,7 @@ func assertPlansClean(t *testing.T, manifests []string, snapshot, tfJSON string,
 			t.Errorf("%s and %s are both the Sidecar %s", name, other, key)
 		}
 		byName[key] = name
+		sidecars = append(sidecars, res.Sidecar)
 		for _, w := range reviewer.Scope(d, res, ev).Workloads {
 			reviewed++
 			for _, c := range w.Observed.Cut {
@@ -216,6 +218,21 @@ func assertPlansClean(t *testing.T, manifests []string, snapshot, tfJSON string,
 	}
 	if reviewed == 0 {
 		t.Error("the suggested scopes select no workload")
+	}
+	// And all of them applied together cut no observed call of any workload.
+	head := pred.WithSidecars(sidecars...)
+	for _, k := range ev.Workloads() {
+		ns, name, _ := strings.Cut(k, "/")
+		for _, w := range inv.Workloads {
+			if w.Namespace != ns || w.Name != name {
+				continue
+			}
+			for _, c := range traffic.Cut(ev.Calls(ns, name), head.Outbound(predict.Proxy{Namespace: ns, Labels: w.PodLabels})) {
+				if !slices.Contains(uncuttable, ns+"/"+name+" "+c.Host) {
+					t.Errorf("%s/%s/%s: the suggested scopes together cut %s", ns, w.Kind, name, c.Describe(ev.Window))
+				}
+			}
+		}
 	}
 	return len(decls)
 }

@@ -437,14 +437,15 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 	}
 
 	// The review of every workload the scope selects, against the observed traffic when there is some.
+	// The risks come first, then what the evidence says about itself, then its findings.
 	var ev *traffic.Evidence
+	var evDiags diag.Diagnostics
 	if src := r.data.evidence; src != nil {
-		var ds diag.Diagnostics
-		ev, ds = src.get(ctx, r.data.inv)
-		diags.Append(ds...)
+		ev, evDiags = src.get(ctx, r.data.inv)
 	}
 	rv := r.data.reviewer.Scope(decl, res, ev)
 	addRisks(&diags, rv.Workloads, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
+	diags.Append(evDiags...)
 	if ev != nil {
 		addObserved(&diags, r.data.evidence, ev.Window, rv.Workloads, r.data.reviewHostLimit)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/review"
-	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
@@ -21,18 +20,6 @@ func callTarget(c traffic.Call) string {
 	return c.Host
 }
 
-// dependencyElement is a dependencies element in HCL.
-func dependencyElement(d scope.Dependency) string {
-	if len(d.Ports) == 0 {
-		return fmt.Sprintf("{ service = %q }", d.Service)
-	}
-	ports := make([]string, len(d.Ports))
-	for i, p := range d.Ports {
-		ports[i] = strconv.Itoa(int(p))
-	}
-	return fmt.Sprintf("{ service = %q, ports = [%s] }", d.Service, strings.Join(ports, ", "))
-}
-
 // fixText words what lets a call through: "add" the element, or, when the compiler refuses
 // that element in this namespace, why no scope of the namespace can route it.
 func fixText(f review.Fix) string {
@@ -40,9 +27,9 @@ func fixText(f review.Fix) string {
 	case f.Dependency.Service == "":
 		return "add a ServiceEntry for the host to the mesh, then declare it as a dependency"
 	case f.Refused != nil:
-		return "no scope of this namespace can route it, " + dependencyElement(f.Dependency) + " is refused: " + f.Refusal()
+		return "no scope of this namespace can route it, " + f.Dependency.Element() + " is refused: " + f.Refusal()
 	}
-	return "add " + dependencyElement(f.Dependency)
+	return "add " + f.Dependency.Element()
 }
 
 // addObserved reports, per reviewed workload, the observed calls the scope would cut (a warning,
@@ -63,7 +50,7 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, re
 				if c.Passthrough {
 					line += ", through PassthroughCluster today"
 				}
-				if c.Fix.Refused == nil {
+				if c.Fix.Declarable() {
 					adds++
 				} else {
 					refused++

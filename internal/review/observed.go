@@ -21,7 +21,8 @@ type Observed struct {
 	// to drop (a call rarer than the window is not seen). A tree review has none.
 	Unobserved []string
 	// Outside are the calls that leave the registry today: through PassthroughCluster, or into
-	// BlackHoleCluster. Those to a host of the registry carry the Fix that routes them.
+	// BlackHoleCluster. Their host is not one of the registry, so their Fix has no Dependency:
+	// a ServiceEntry must come first.
 	Outside []CutCall
 	// Unknown are the calls to service clusters of hosts the inventory lacks.
 	Unknown []traffic.Call

@@ -2,8 +2,10 @@ package review
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
@@ -250,7 +252,8 @@ spec:
 	if !slices.Equal(cuts, want) {
 		t.Errorf("cuts\n%q\nwant\n%q", cuts, want)
 	}
-	// Reviewed again the other way round, nothing is cut, and the unchanged bar cuts nothing.
+	// Between two identical trees nothing changes: foo's cuts are all cut today already, and bar,
+	// which calls foo.foo, has none.
 	var unchanged []string
 	err = NewTree(head, head, headInv, ev, Options{}).EachUnchangedCut(func(string) bool { return false }, func(c Change) error {
 		for _, cc := range c.Cut {
@@ -273,5 +276,38 @@ spec:
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScopeConcurrent reviews scopes from many goroutines at once, as Terraform plans them: the
+// answers are those of one goroutine (run with -race to check the Reviewer's sharing).
+func TestScopeConcurrent(t *testing.T) {
+	inv, pred := seed(t, ledger)
+	r := NewReviewer(inv, pred, Options{DomainSuffix: mesh.DefaultDomainSuffix})
+	ev := evidence(t, inv, "bar/test-app -> kube-dns.kube-system:53 = 7", "bar/test-app -> ledger.pay:8080 = 3")
+	d := scope.Declaration{Namespace: "bar", Selector: app, Dependencies: []scope.Dependency{{Service: "foo.foo"}}}
+	res := compile(t, inv, d)
+	want := r.Scope(d, res, ev)
+	const n = 16
+	got := make([]*Scope, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = NewReviewer(inv, pred, Options{DomainSuffix: mesh.DefaultDomainSuffix}).Scope(d, res, ev)
+			if i%2 == 0 {
+				got[i] = r.Scope(d, res, ev)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("goroutine %d: %+v, want %+v", i, g, want)
+		}
+	}
+	if len(want.Workloads) != 1 || len(want.Workloads[0].Observed.Cut) != 2 {
+		t.Fatalf("the review to compare with: %+v", want)
 	}
 }

@@ -3,7 +3,13 @@
 // through. It imports nothing from Terraform.
 package scope
 
-import "github.com/meshscope/terraform-provider-meshscope/internal/problem"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/problem"
+)
 
 // Dependency is one declared call target.
 type Dependency struct {
@@ -13,6 +19,19 @@ type Dependency struct {
 	Service string
 	// Ports optionally restricts the call to these service ports.
 	Ports []uint32
+}
+
+// Element is the dependency as an element of a scope's dependencies, in Terraform's syntax:
+// `{ service = "foo.foo", ports = [80] }`. Both surfaces advise it in that form.
+func (d Dependency) Element() string {
+	if len(d.Ports) == 0 {
+		return fmt.Sprintf("{ service = %q }", d.Service)
+	}
+	ports := make([]string, len(d.Ports))
+	for i, p := range d.Ports {
+		ports[i] = strconv.FormatUint(uint64(p), 10)
+	}
+	return fmt.Sprintf("{ service = %q, ports = [%s] }", d.Service, strings.Join(ports, ", "))
 }
 
 // Ingress is one Sidecar ingress listener.

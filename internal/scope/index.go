@@ -12,6 +12,8 @@ import (
 type Index struct {
 	inv      *mesh.Inventory
 	services map[string]*mesh.Service // by "namespace/name"
+	// byNamespace are the Services of each namespace, for "ns/*" dependencies.
+	byNamespace map[string][]*mesh.Service
 	// namespaces are the inventory's namespaces, with or without a manifest.
 	namespaces map[string]bool
 }
@@ -19,8 +21,10 @@ type Index struct {
 // NewIndex indexes the inventory.
 func NewIndex(inv *mesh.Inventory) *Index {
 	c := &Index{inv: inv, services: make(map[string]*mesh.Service, len(inv.Services))}
+	c.byNamespace = map[string][]*mesh.Service{}
 	for _, svc := range inv.Services {
 		c.services[svc.Namespace+"/"+svc.Name] = svc
+		c.byNamespace[svc.Namespace] = append(c.byNamespace[svc.Namespace], svc)
 	}
 	c.namespaces = map[string]bool{}
 	for _, ns := range inv.NamespaceNames() {
@@ -56,6 +60,18 @@ func (c *Index) Inventory(d Declaration) *mesh.Inventory {
 		addNs(se.Namespace)
 	}
 	for _, dep := range d.Dependencies {
+		// A whole namespace: it and every Service in it (the ports it exposes).
+		if ns, rest, ok := strings.Cut(strings.TrimSpace(dep.Service), "/"); ok {
+			if rest == "*" && c.namespaces[ns] {
+				addNs(ns)
+				for _, svc := range c.byNamespace[ns] {
+					if !slices.Contains(slim.Services, svc) {
+						slim.Services = append(slim.Services, svc)
+					}
+				}
+			}
+			continue
+		}
 		// Every Service the dependency could name: "name" in the scope's namespace, or
 		// "name.namespace[.svc[.domain]]".
 		parts := strings.Split(strings.ToLower(dep.Service), ".")

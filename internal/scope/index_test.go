@@ -68,6 +68,10 @@ func TestIndexInventoryCompilesAsTheWhole(t *testing.T) {
 		{"external name", Declaration{Namespace: "bar", OutboundTrafficPolicy: "REGISTRY_ONLY", Dependencies: []Dependency{{Service: "ext.pay"}}}},
 		{"wildcard service entry", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "storage.googleapis.com", Ports: []uint32{443}}}}},
 		{"namespace", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "pay/*", Ports: []uint32{9999}}}}},
+		{"namespace exposing the port", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "pay/*", Ports: []uint32{8080}}}}},
+		{"namespace of Services only", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "kube-system/*"}}}},
+		{"namespace of Services only, with ports", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "kube-system/*", Ports: []uint32{53, 9999}}}}},
+		{"unknown namespace dependency", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "ghost/*"}}}},
 		{"unknown", Declaration{Namespace: "bar", Dependencies: []Dependency{{Service: "nope.pay"}, {Service: "foo.foo"}}}},
 		{"unknown namespace", Declaration{Namespace: "ghost", Dependencies: []Dependency{{Service: "foo.foo"}}}},
 	} {
