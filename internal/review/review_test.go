@@ -15,23 +15,8 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
-// ledger is a Service of a namespace of its own, exported to that namespace only: no scope of
-// another namespace can route to it.
-const ledger = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: pay}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: ledger
-  namespace: pay
-  annotations: {networking.istio.io/exportTo: "."}
-spec:
-  selector: {app: ledger}
-  ports: [{name: http, port: 8080}]
-`
+// ledger is a Service exported to its own namespace only.
+const ledger = fixture.Ledger
 
 func seed(t *testing.T, extra ...string) (*mesh.Inventory, *predict.Predictor) {
 	t.Helper()

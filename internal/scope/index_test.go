@@ -4,27 +4,14 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
 
 // indexExtra adds to the seed what a dependency can resolve to besides a plain Service: a
 // Service not exported to bar, a UDP-only port, an ExternalName alias, ServiceEntries with a
 // wildcard host and in another namespace.
-const indexExtra = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: pay}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: ledger
-  namespace: pay
-  annotations: {networking.istio.io/exportTo: "."}
-spec:
-  selector: {app: ledger}
-  ports: [{name: http, port: 8080}]
----
+const indexExtra = fixture.Ledger + `---
 apiVersion: v1
 kind: Service
 metadata: {name: dns, namespace: pay}
