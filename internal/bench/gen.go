@@ -191,8 +191,12 @@ func (m *Mesh) YAML() []byte {
 		b.WriteString("---\n")
 		fmt.Fprintf(&b, format, a...)
 	}
-	for _, ns := range append([]string{"istio-system", "kube-system", "default"}, m.Namespaces...) {
+	for _, ns := range []string{"istio-system", "kube-system", "default"} {
 		doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, creationTimestamp: %q}\n", ns, created)
+	}
+	// The team namespaces are injected, as a mesh's application namespaces are.
+	for _, ns := range m.Namespaces {
+		doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, creationTimestamp: %q, labels: {istio-injection: enabled}}\n", ns, created)
 	}
 	doc(`apiVersion: v1
 kind: Service

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
@@ -57,12 +58,16 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "--pod %q is not NAMESPACE/NAME\n", *pod)
 			return ExitUsage
 		}
-		w := inv.WorkloadByName(pns, pname)
+		w := census.Take(inv).Lookup(pns, pname)
 		if w == nil {
 			fmt.Fprintf(stderr, "error: no Pod or workload %q in the inventory\n", *pod)
 			return ExitError
 		}
-		proxy = predict.Proxy{Namespace: pns, Labels: w.PodLabels}
+		if !w.RunsSidecar() {
+			fmt.Fprintf(stderr, "error: %s runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", w.Key(), w.Why, w.Reason)
+			return ExitError
+		}
+		proxy = predict.Proxy{Namespace: pns, Labels: w.Labels}
 	} else {
 		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
 			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
@@ -89,6 +94,10 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		proxy.Labels = l
+		if w := census.Pod(inv, *ns, l); !w.RunsSidecar() {
+			fmt.Fprintf(stderr, "error: a pod in namespace %s with these labels runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", *ns, w.Why, w.Reason)
+			return ExitError
+		}
 	}
 	indexStart := time.Now()
 	p, err := predict.New(inv, pf.options())

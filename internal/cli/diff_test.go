@@ -137,7 +137,7 @@ func rolloutMesh(t testing.TB, nsCount, perNs int) (base, head string) {
 	var b, sc strings.Builder
 	for n := 0; n < nsCount; n++ {
 		ns := fmt.Sprintf("team-%03d", n)
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", ns)
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {istio-injection: enabled}}\n---\n", ns)
 		for s := 0; s < perNs; s++ {
 			fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata: {name: svc-%d, namespace: %s}\nspec: {selector: {app: app-%d}, ports: [{name: http, port: 80}]}\n---\n", s, ns, s)
 		}

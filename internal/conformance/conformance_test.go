@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"istio.io/istio/pkg/kube/inject"
 	"istio.io/istio/pkg/log"
 )
 
@@ -155,6 +156,14 @@ func compareCase(t testing.TB, label string, files []string, proxies []Proxy, is
 	mismatches := 0
 	var saved string
 	for _, px := range proxies {
+		if inject.IgnoredNamespaces.Contains(px.Namespace) {
+			// Istio's injector never injects these namespaces: the CLI must refuse the proxy.
+			if _, err := c.Clusters(paths, px); err == nil || !strings.Contains(err.Error(), "(ignored-namespace)") {
+				t.Errorf("%s: proxy %s: Istio never injects namespace %s, but the CLI did not refuse it as such: %v", label, px.Key(), px.Namespace, err)
+				mismatches++
+			}
+			continue
+		}
 		got, err := c.Clusters(paths, px)
 		if err != nil {
 			if saved == "" {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -311,10 +312,12 @@ func (g *gen) namespaces() {
 			l["team"] = pick(g, []string{"a", "b"})
 		}
 		g.nsLabels[ns] = l
-		m := obj{"name": ns}
-		if len(l) > 0 {
-			m["labels"] = l
-		}
+		// Every namespace is injected (kube-system cannot be: Istio's injector ignores it), so
+		// that every proxy the mesh lists runs a sidecar. The label is set after the draws, so
+		// a seed still generates the mesh it generated before; no selector reads it.
+		withInjection := maps.Clone(l)
+		withInjection["istio-injection"] = "enabled"
+		m := obj{"name": ns, "labels": withInjection}
 		g.add(obj{"apiVersion": "v1", "kind": "Namespace", "metadata": m})
 	}
 }

@@ -51,16 +51,32 @@ type ContainerPort struct {
 }
 
 // Workload is a set of pods that share labels: a Pod, or the pod template of a
-// Deployment, StatefulSet, DaemonSet, ReplicaSet or Job.
+// Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob.
 type Workload struct {
 	Meta
 	// PodLabels are the labels of the pods (the template labels for controllers).
 	PodLabels map[string]string
-	Ports     []ContainerPort
+	// PodAnnotations are the annotations of the pods (the template's for controllers).
+	PodAnnotations map[string]string
+	Ports          []ContainerPort
 	// PodIP is set for Pods that carry status.podIP.
 	PodIP string
-	// Replicas is spec.replicas of a Deployment, StatefulSet or ReplicaSet (nil: unset, 1).
+	// Replicas is spec.replicas of a Deployment, StatefulSet or ReplicaSet (nil: unset, 1), and
+	// spec.parallelism of a Job or of a CronJob's job template (nil: unset, 1).
 	Replicas *int32
+	// HostNetwork is spec.hostNetwork of the pods.
+	HostNetwork bool
+	// Proxy is the Istio proxy the pod spec holds (a Pod read from a cluster, or a manifest
+	// rendered after injection), and Router whether it runs as a gateway.
+	Proxy  ProxyContainer
+	Router bool
+	// Owner is the controller reference of the object, if any.
+	Owner *OwnerRef
+	// GenerateName is metadata.generateName (of a Pod).
+	GenerateName string
+	// Observed is set for a Pod with a status: read from a cluster, so its containers are
+	// what runs.
+	Observed bool
 }
 
 // HasPods reports whether the workload runs at least one pod (replicas is not 0).
@@ -132,7 +148,13 @@ type Inventory struct {
 	DestinationRules []*DestinationRule
 	VirtualServices  []*VirtualService
 	Sidecars         []*Sidecar
-	Mesh             MeshSettings
+	Autoscalers      []*Autoscaler
+	// Webhooks are the sidecar-injection webhooks of the MutatingWebhookConfigurations read,
+	// by configuration name; none: Istio's default install is assumed.
+	Webhooks map[string][]InjectionWebhook
+	// Injector is the injector's ConfigMap `config`, nil when none was read.
+	Injector *InjectorConfig
+	Mesh     MeshSettings
 	// meshSet records that an `istio` ConfigMap was loaded.
 	meshSet bool
 	// seq gives objects without a creationTimestamp a stable, increasing creation order.
@@ -144,7 +166,7 @@ type Inventory struct {
 
 // listIndexes holds one listIndex per object list.
 type listIndexes struct {
-	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars *listIndex
+	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers *listIndex
 }
 
 // New returns an empty inventory with default mesh settings.
@@ -158,7 +180,10 @@ func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
 // ObjectCount is the number of objects the inventory holds (the mesh ConfigMap counts as one).
 func (inv *Inventory) ObjectCount() int {
 	n := len(inv.Namespaces) + len(inv.Services) + len(inv.Workloads) + len(inv.ServiceEntries) +
-		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars)
+		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars) + len(inv.Autoscalers) + len(inv.Webhooks)
+	if inv.Injector != nil {
+		n++
+	}
 	if inv.meshSet {
 		n++
 	}
@@ -189,6 +214,7 @@ func (inv *Inventory) Clone() *Inventory {
 	out.DestinationRules = append([]*DestinationRule(nil), inv.DestinationRules...)
 	out.VirtualServices = append([]*VirtualService(nil), inv.VirtualServices...)
 	out.Sidecars = append([]*Sidecar(nil), inv.Sidecars...)
+	out.Autoscalers = append([]*Autoscaler(nil), inv.Autoscalers...)
 	return &out
 }
 

@@ -165,7 +165,16 @@ type object struct {
 	destinationRule *DestinationRule
 	virtualService  *VirtualService
 	sidecar         *Sidecar
+	autoscaler      *Autoscaler
+	webhooks        *webhookSet
+	injector        *InjectorConfig
 	mesh            *MeshSettings
+}
+
+// webhookSet is the injection webhooks of one MutatingWebhookConfiguration.
+type webhookSet struct {
+	config   string
+	webhooks []InjectionWebhook
 }
 
 // meta is the object's metadata (a mesh ConfigMap has only its kind and name).
@@ -185,6 +194,12 @@ func (o object) meta() *Meta {
 		return &o.virtualService.Meta
 	case o.sidecar != nil:
 		return &o.sidecar.Meta
+	case o.autoscaler != nil:
+		return &o.autoscaler.Meta
+	case o.webhooks != nil:
+		return &Meta{Kind: "MutatingWebhookConfiguration", Name: o.webhooks.config}
+	case o.injector != nil:
+		return &Meta{Kind: "ConfigMap", Name: "istio-sidecar-injector"}
 	default:
 		return &Meta{Kind: "ConfigMap", Name: "istio"}
 	}
@@ -247,6 +262,15 @@ func (inv *Inventory) add(o object) {
 		addObject(inv, &inv.VirtualServices, o.virtualService, &inv.pos.virtualServices)
 	case o.sidecar != nil:
 		addObject(inv, &inv.Sidecars, o.sidecar, &inv.pos.sidecars)
+	case o.autoscaler != nil:
+		addObject(inv, &inv.Autoscalers, o.autoscaler, &inv.pos.autoscalers)
+	case o.webhooks != nil:
+		if inv.Webhooks == nil {
+			inv.Webhooks = map[string][]InjectionWebhook{}
+		}
+		inv.Webhooks[o.webhooks.config] = o.webhooks.webhooks
+	case o.injector != nil:
+		inv.Injector = o.injector
 	case o.mesh != nil:
 		inv.Mesh = *o.mesh
 		inv.meshSet = true
@@ -337,6 +361,33 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 			return out, docErr(err)
 		}
 		return append(out, o), nil
+	case "autoscaling":
+		if env.Kind != "HorizontalPodAutoscaler" {
+			return out, nil
+		}
+		if env.APIVersion != "autoscaling/v2" {
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use autoscaling/v2", env.APIVersion, env.Kind))
+		}
+		o, err := decodeAutoscaler(js, src)
+		if err != nil {
+			return out, docErr(err)
+		}
+		return append(out, o), nil
+	case "admissionregistration.k8s.io":
+		if env.Kind != "MutatingWebhookConfiguration" {
+			return out, nil
+		}
+		if env.APIVersion != "admissionregistration.k8s.io/v1" {
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use admissionregistration.k8s.io/v1", env.APIVersion, env.Kind))
+		}
+		o, ok, err := decodeWebhooks(js, src)
+		if err != nil {
+			return out, docErr(err)
+		}
+		if ok {
+			out = append(out, o)
+		}
+		return out, nil
 	case "", "apps", "batch":
 	default:
 		return out, nil
@@ -350,7 +401,7 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 		if env.APIVersion != "apps/v1" {
 			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use apps/v1", env.APIVersion, env.Kind))
 		}
-	case "Job":
+	case "Job", "CronJob":
 		if env.APIVersion != "batch/v1" {
 			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use batch/v1", env.APIVersion, env.Kind))
 		}
@@ -484,6 +535,14 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 		if err := json.Unmarshal(js, &o); err != nil {
 			return object{}, false, err
 		}
+		if o.Name == "istio-sidecar-injector" {
+			c, err := parseInjectorConfig(o.Data["config"])
+			if err != nil {
+				return object{}, false, fmt.Errorf("data.config: %w", err)
+			}
+			c.Source = src
+			return object{injector: &c}, true, nil
+		}
 		if o.Name != "istio" {
 			return object{}, false, nil
 		}
@@ -498,7 +557,11 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 		if err := json.Unmarshal(js, &o); err != nil {
 			return object{}, false, err
 		}
-		return object{workload: &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP}}, true, nil
+		w := &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, PodAnnotations: o.Annotations,
+			Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP, HostNetwork: o.Spec.HostNetwork,
+			Owner: controllerOf(o.ObjectMeta), GenerateName: o.GenerateName, Observed: o.Status.Phase != ""}
+		w.Proxy, w.Router = proxyContainer(o.Spec)
+		return object{workload: w}, true, nil
 	default:
 		var (
 			om       metav1.ObjectMeta
@@ -536,9 +599,18 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 			if err := json.Unmarshal(js, &o); err != nil {
 				return object{}, false, err
 			}
-			om, tpl, gv = o.ObjectMeta, o.Spec.Template, "batch/v1"
+			om, tpl, replicas, gv = o.ObjectMeta, o.Spec.Template, o.Spec.Parallelism, "batch/v1"
+		case "CronJob":
+			var o batchv1.CronJob
+			if err := json.Unmarshal(js, &o); err != nil {
+				return object{}, false, err
+			}
+			om, tpl, replicas, gv = o.ObjectMeta, o.Spec.JobTemplate.Spec.Template, o.Spec.JobTemplate.Spec.Parallelism, "batch/v1"
 		}
-		return object{workload: &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, Ports: containerPorts(tpl.Spec), Replicas: replicas}}, true, nil
+		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, PodAnnotations: tpl.Annotations,
+			Ports: containerPorts(tpl.Spec), Replicas: replicas, HostNetwork: tpl.Spec.HostNetwork, Owner: controllerOf(om)}
+		w.Proxy, w.Router = proxyContainer(tpl.Spec)
+		return object{workload: w}, true, nil
 	}
 }
 

@@ -91,7 +91,7 @@ func TestAddYAML_IgnoresKindsItDoesNotRead(t *testing.T) {
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: a}\ndata: {k: v}\n",
 		"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com}\n",
 		"apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g, namespace: a}\n",
-		"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c, namespace: a}\n",
+		"apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: c, namespace: a}\n",
 		"apiVersion: example.com/v1\nkind: Servic\nmetadata: {name: x, namespace: a}\n",
 	}
 	inv := New()

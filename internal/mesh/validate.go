@@ -16,7 +16,7 @@ import (
 var readKinds = map[string][]string{
 	"":                    {"Namespace", "Service", "Pod", "ConfigMap"},
 	"apps":                {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"},
-	"batch":               {"Job"},
+	"batch":               {"Job", "CronJob"},
 	"networking.istio.io": {"ServiceEntry", "DestinationRule", "VirtualService", "Sidecar"},
 }
 
@@ -25,7 +25,6 @@ var otherKinds = map[string][]string{
 	"": {"Binding", "ComponentStatus", "Endpoints", "Event", "LimitRange", "Node", "PersistentVolume",
 		"PersistentVolumeClaim", "PodTemplate", "ReplicationController", "ResourceQuota", "Secret", "ServiceAccount"},
 	"apps":                {"ControllerRevision"},
-	"batch":               {"CronJob"},
 	"networking.istio.io": {"Gateway", "WorkloadEntry", "WorkloadGroup", "EnvoyFilter", "ProxyConfig"},
 }
 

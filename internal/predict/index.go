@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
@@ -68,6 +69,8 @@ type index struct {
 	// kubeByNs are the Kubernetes Services per visible namespace, for the inbound
 	// clusters (R40).
 	kubeByNs map[string][]*mesh.Service
+	// census names the workloads as Istio does and says which run sidecars.
+	census *census.Census
 	// workloadsByNs holds the workloads that run pods, per visible namespace.
 	workloadsByNs map[string][]*mesh.Workload
 	// selectorSEsByNs holds the ServiceEntries with a workloadSelector, per namespace.
@@ -103,6 +106,7 @@ func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *in
 	for _, n := range inv.NamespaceNames() {
 		ix.nsVisible(n)
 	}
+	ix.census = census.Take(inv)
 	ix.workloadsByNs = map[string][]*mesh.Workload{}
 	for _, w := range inv.Workloads {
 		if ix.nsVisible(w.Namespace) && w.HasPods() {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
@@ -44,12 +45,15 @@ type scopeKey struct {
 	ns string
 }
 
-// WorkloadProxy is a workload of the inventory seen as a proxy.
+// WorkloadProxy is a workload of the inventory that runs sidecars (census.Workload), seen as
+// a proxy: its replicas share its labels, and so its clusters.
 type WorkloadProxy struct {
 	Namespace string
-	Name      string
-	Kind      string
-	Labels    map[string]string
+	// Name and Kind are Istio's name of the workload (census.Identity).
+	Name     string
+	Kind     string
+	Labels   map[string]string
+	Replicas census.Replicas
 }
 
 // Proxy returns the proxy identity of the workload.
@@ -482,10 +486,14 @@ func namedTCPPort(w *mesh.Workload, name string) int {
 	return 0
 }
 
-// WorkloadProxies lists every workload of the inventory, sorted by namespace, name and kind.
+// Census is the inventory's census of proxies, which WorkloadProxies lists the sidecars of.
+func (p *Predictor) Census() *census.Census { return p.ix.census }
+
+// WorkloadProxies lists every workload of the inventory that runs sidecars, sorted by
+// namespace, name and kind. Census says which run none, and why.
 func (p *Predictor) WorkloadProxies() []WorkloadProxy { return p.workloadProxies("") }
 
-// WorkloadProxiesIn lists the workloads of one namespace, sorted by name and kind.
+// WorkloadProxiesIn lists the workloads of one namespace that run sidecars, sorted by name and kind.
 func (p *Predictor) WorkloadProxiesIn(namespace string) []WorkloadProxy {
 	if namespace == "" {
 		return nil
@@ -495,14 +503,10 @@ func (p *Predictor) WorkloadProxiesIn(namespace string) []WorkloadProxy {
 
 // workloadProxies lists the workloads of namespace ("": of every namespace), sorted.
 func (p *Predictor) workloadProxies(namespace string) []WorkloadProxy {
-	var out []WorkloadProxy
-	for _, w := range p.ix.inv.Workloads {
-		if namespace == "" || w.Namespace == namespace {
-			out = append(out, WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.PodLabels})
-		}
+	ws := p.ix.census.Sidecars(namespace)
+	out := make([]WorkloadProxy, len(ws))
+	for i, w := range ws {
+		out[i] = WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.Labels, Replicas: w.Replicas}
 	}
-	slices.SortStableFunc(out, func(a, b WorkloadProxy) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
-	})
 	return out
 }

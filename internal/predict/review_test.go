@@ -19,7 +19,7 @@ func TestReviewer_SharedEqualsDirect(t *testing.T) {
 	b.WriteString(seedYAML(t) + "\n---\n")
 	for n := 0; n < 4; n++ {
 		ns := fmt.Sprintf("team-%d", n)
-		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", ns)
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {istio-injection: enabled}}\n---\n", ns)
 		for s := 0; s < 5; s++ {
 			fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata: {name: svc-%d, namespace: %s}\nspec: {selector: {app: app-%d}, ports: [{name: http, port: %d}]}\n---\n", s, ns, s, 80+s)
 			fmt.Fprintf(&b, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app-%d, namespace: %s}\nspec: {template: {metadata: {labels: {app: app-%d, tier: t%d}}, spec: {containers: [{name: c, ports: [{containerPort: %d}]}]}}}\n---\n", s, ns, s, s%2, 80+s)

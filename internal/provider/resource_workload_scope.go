@@ -444,6 +444,7 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 		ev, evDiags = src.get(ctx, r.data.inv)
 	}
 	rv := r.data.reviewer.Scope(decl, res, ev)
+	addNoSidecar(&diags, rv, decl)
 	addRisks(&diags, rv.Workloads, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
 	diags.Append(evDiags...)
 	if ev != nil {

@@ -175,6 +175,26 @@ resource "meshscope_workload_scope" "x" {
 			summary: "Cluster Budget Exceeded",
 			path:    "max_clusters",
 		},
+		"a selector that selects a gateway": {
+			extra: []string{heredoc(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: edge, namespace: foo}
+spec:
+  selector: {matchLabels: {app: edge}}
+  template:
+    metadata:
+      labels: {app: edge}
+      annotations: {inject.istio.io/templates: gateway}
+    spec: {containers: [{name: istio-proxy, image: auto}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "edge" }
+}`,
+			err:     `(?s)Scope Selects A Gateway.*"foo/Deployment/edge".*gateway`,
+			summary: "Scope Selects A Gateway",
+			path:    "workload_selector",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -243,6 +263,24 @@ resource "meshscope_workload_scope" "x" {
 				plancheck.ExpectKnownValue("meshscope_workload_scope.x", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("risks"),
 					stringsExact("drops kubernetes.default.svc.cluster.local, a destination of a VirtualService still in scope")),
 			},
+		},
+		"a scope whose workloads run no sidecar": {
+			extra: []string{heredoc(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: node-agent, namespace: foo}
+spec:
+  selector: {matchLabels: {app: node-agent}}
+  template:
+    metadata: {labels: {app: node-agent}}
+    spec: {hostNetwork: true, containers: [{name: agent, image: agent}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "node-agent" }
+}`,
+			summary: "Scope Selects No Sidecar",
+			attr:    "workload_selector",
+			detail:  `foo/Deployment/node-agent: its pods use the host network`,
 		},
 		"istio_version newer than the newest modelled": {
 			settings: []string{`istio_version = "1.32"`},

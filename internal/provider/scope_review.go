@@ -78,3 +78,35 @@ func checkBudget(diags *diag.Diagnostics, budget types.Int64, s *review.Scope, d
 				rv.Key, rv.After, rv.Before, limit))
 	}
 }
+
+// addNoSidecar reports the selected workloads that run no sidecar: a gateway a selector picks
+// out is an error (a namespace default leaves gateways alone, as istiod does); a scope all of
+// whose workloads run none gets a warning, since its Sidecar would configure nothing.
+func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declaration) {
+	if len(decl.Selector) > 0 {
+		for _, w := range s.Gateways() {
+			diags.AddAttributeError(path.Root("workload_selector"), review.CodeSelectsGateway.Summary(),
+				fmt.Sprintf("The selector %s selects %q, which runs a gateway: %s. Istio applies Sidecar resources to sidecars "+
+					"only, so this scope cannot narrow it. Narrow workload_selector so that it selects no gateway.",
+					formatSelector(decl.Selector), w.Key(), w.Why))
+		}
+	}
+	if !s.SelectsOnlyNoSidecar() || diags.HasError() {
+		return
+	}
+	var lines []string
+	for i, w := range s.NoSidecar {
+		if i == noSidecarListed {
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(s.NoSidecar)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s", w.Key(), w.Why))
+	}
+	what := "selects no workload that runs"
+	diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeSelectsNoSidecar.Summary(),
+		fmt.Sprintf("This scope %s a sidecar, so its Sidecar would configure nothing and expected_clusters is what a new "+
+			"injected pod with these labels would hold. The workloads it selects:\n%s", what, strings.Join(lines, "\n")))
+}
+
+// noSidecarListed is how many workloads without a sidecar a warning names.
+const noSidecarListed = 5

@@ -21,6 +21,10 @@ var (
 		"A workload called service hosts the inventory does not hold, so those calls are not checked.")
 	CodeRiskyTightening = define("MS3007", problem.Warning, "Risky Scope Tightening",
 		"A tightening the mesh configuration points out as unsafe, of a kind without a code of its own.")
+	CodeSelectsNoSidecar = define("MS3008", problem.Warning, "Scope Selects No Sidecar",
+		"Every workload the scope selects runs no sidecar (not injected, ambient, host network, no replicas...): the Sidecar would configure nothing.")
+	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
+		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )
 
 func define(code problem.Code, level problem.Level, summary, meaning string) problem.Code {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
@@ -50,9 +51,12 @@ type Workload struct {
 
 // Scope is the review of one scope.
 type Scope struct {
-	// Workloads are the workloads of the inventory the scope selects, sorted by namespace,
-	// then workload.
+	// Workloads are the workloads of the inventory the scope selects that run sidecars,
+	// sorted by namespace, then workload.
 	Workloads []Workload
+	// NoSidecar are the workloads the scope selects that run no sidecar (census), sorted:
+	// the Sidecar does nothing to them, and a gateway among them is an error.
+	NoSidecar []*census.Workload
 	// ExpectedClusters is the CDS cluster count of the selected workloads once the Sidecar
 	// applies: the largest over the workloads it governs, else over those it selects, else
 	// (no selected workload in the inventory) the count of a pod with the selector labels.
@@ -72,6 +76,11 @@ func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.
 		base = r.pred.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own })
 	}
 	s := &Scope{Workloads: selected(base, head, decl, own)}
+	for _, w := range r.pred.Census().In(decl.Namespace) {
+		if !w.RunsSidecar() && scope.Selects(decl.Selector, w.Labels) {
+			s.NoSidecar = append(s.NoSidecar, w)
+		}
+	}
 	s.ExpectedClusters = expectedClusters(head, decl, s.Workloads)
 	if ev != nil {
 		r.observe(ev, head, decl, s.Workloads)
@@ -150,6 +159,21 @@ func (r *Reviewer) observe(ev *traffic.Evidence, head *predict.Predictor, decl s
 		w.Observed = o
 	}
 }
+
+// Gateways are the gateways the scope selects.
+func (s *Scope) Gateways() []*census.Workload {
+	var out []*census.Workload
+	for _, w := range s.NoSidecar {
+		if w.Proxy == census.Gateway {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// SelectsOnlyNoSidecar reports whether the scope selects workloads of the inventory and none
+// of them runs a sidecar: its Sidecar would configure nothing.
+func (s *Scope) SelectsOnlyNoSidecar() bool { return len(s.Workloads) == 0 && len(s.NoSidecar) > 0 }
 
 // OverBudget returns the workloads the scope governs that would hold more than limit clusters.
 // With no selected workload in the inventory, overPod says whether a pod with the selector
