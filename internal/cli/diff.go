@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/review"
@@ -108,7 +109,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if *full {
 				limit = 0
 			}
-			writeDiffMarkdown(stdout, rows, limit, obs)
+			writeDiffMarkdown(stdout, rows, limit, obs, tree.Census().LeftOut())
 		}
 	default:
 		var rows []DiffRow
@@ -116,7 +117,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		rows, obs, err = collectDiff(tree, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
-			writeDiffTable(stdout, rows, obs)
+			writeDiffTable(stdout, rows, obs, tree.Census().LeftOut())
 		}
 	}
 	if err != nil {
@@ -147,6 +148,7 @@ const JSONSchemaVersion = 1
 type DiffRow struct {
 	Namespace           string         `json:"namespace"`
 	Workload            string         `json:"workload"` // Kind/name
+	Proxies             Proxies        `json:"proxies"`  // how many proxies the workload runs, each with these clusters
 	Before              int            `json:"before"`
 	After               int            `json:"after"`
 	Delta               int            `json:"delta"` // After - Before
@@ -167,6 +169,21 @@ type DiffRow struct {
 	ObservedCutNewCount int       `json:"observed_cut_new_count,omitempty"`
 }
 
+// Proxies is how many proxies a workload runs: between Min and Max (equal unless an autoscaler
+// sets a range), or, for a DaemonSet, one per node (PerNode, Min and Max 0: not known from
+// manifests).
+type Proxies struct {
+	Min     int  `json:"min"`
+	Max     int  `json:"max"`
+	PerNode bool `json:"per_node,omitempty"`
+}
+
+func proxiesOf(r census.Replicas) Proxies { return Proxies{Min: r.Min, Max: r.Max, PerNode: r.PerNode} }
+
+func (p Proxies) String() string {
+	return census.Replicas{Min: p.Min, Max: p.Max, PerNode: p.PerNode}.String()
+}
+
 func newDiffRow(c review.Change, limit int) DiffRow {
 	rv := c.WorkloadReview
 	capped := func(l []string) []string {
@@ -176,7 +193,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		return l
 	}
 	row := DiffRow{
-		Namespace: rv.Namespace, Workload: rv.Workload, Before: rv.Before, After: rv.After, Delta: rv.After - rv.Before,
+		Namespace: rv.Namespace, Workload: rv.Workload, Proxies: proxiesOf(c.Replicas), Before: rv.Before, After: rv.After, Delta: rv.After - rv.Before,
 		AddedHosts: capped(rv.AddedHosts), AddedHostCount: len(rv.AddedHosts),
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
@@ -257,6 +274,11 @@ func writeDiffJSON(w io.Writer, tree *review.Tree, limit int, ev *traffic.Eviden
 		end = "\n  ]"
 	}
 	_, _ = bw.WriteString(end)
+	cs, err := json.MarshalIndent(censusOf(tree.Census(), limit), "  ", "  ")
+	if err != nil {
+		return n, err
+	}
+	fmt.Fprintf(bw, ",\n  \"census\": %s", cs)
 	if ev != nil {
 		src, _ := json.Marshal(ev.Source)
 		win, _ := json.Marshal(ev.Window)
@@ -274,6 +296,50 @@ func writeDiffJSON(w io.Writer, tree *review.Tree, limit int, ev *traffic.Eviden
 	}
 	_, _ = bw.WriteString("\n}\n")
 	return n, bw.Flush()
+}
+
+// CensusJSON is the head tree's census in -o json: how many workloads run sidecars and how
+// many proxies they run, and the workloads that run none, with why (capped at the host limit).
+type CensusJSON struct {
+	SidecarWorkloads int            `json:"sidecar_workloads"`
+	SidecarProxies   Proxies        `json:"sidecar_proxies"` // DaemonSets not counted
+	PerNodeWorkloads int            `json:"per_node_workloads"`
+	NoSidecarCount   int            `json:"no_sidecar_count"`
+	NoSidecarReasons map[string]int `json:"no_sidecar_reasons"`
+	NoSidecar        []NoSidecarRow `json:"no_sidecar"`
+}
+
+// NoSidecarRow is a workload of the head tree that runs no sidecar.
+type NoSidecarRow struct {
+	Namespace string  `json:"namespace"`
+	Workload  string  `json:"workload"` // Kind/name, as Istio names it
+	Proxy     string  `json:"proxy"`    // gateway, proxyless-grpc, ztunnel or none
+	Reason    string  `json:"reason"`
+	Why       string  `json:"why"`
+	Replicas  Proxies `json:"replicas"`
+}
+
+func censusOf(c *census.Census, limit int) CensusJSON {
+	out := CensusJSON{NoSidecarReasons: map[string]int{}, NoSidecar: []NoSidecarRow{}}
+	for _, w := range c.All() {
+		if w.RunsSidecar() {
+			out.SidecarWorkloads++
+			if w.Replicas.PerNode {
+				out.PerNodeWorkloads++
+			} else {
+				out.SidecarProxies.Min += w.Replicas.Min
+				out.SidecarProxies.Max += w.Replicas.Max
+			}
+			continue
+		}
+		out.NoSidecarCount++
+		out.NoSidecarReasons[string(w.Reason)]++
+		if limit <= 0 || len(out.NoSidecar) < limit {
+			out.NoSidecar = append(out.NoSidecar, NoSidecarRow{Namespace: w.Namespace, Workload: w.ID(), Proxy: string(w.Proxy),
+				Reason: string(w.Reason), Why: w.Why, Replicas: proxiesOf(w.Replicas)})
+		}
+	}
+	return out
 }
 
 // jsonArray streams the items of a JSON array to w, each on a new line, indented by indent.
@@ -297,6 +363,56 @@ func (a *jsonArray) add(v any) error {
 	_, _ = a.w.Write(b)
 	a.n++
 	return nil
+}
+
+// totalsSentence sums the changed workloads' clusters over their proxies: "2 workloads change
+// (4 proxies): 76 Envoy clusters before, 52 after (-24), summed over their proxies." An
+// autoscaler's range makes the sums ranges; DaemonSets, whose proxies the manifests do not
+// count, are left out of the sums and said so.
+func totalsSentence(rows []DiffRow) string {
+	var proxies, before, after, delta [2]int
+	perNode := 0
+	for _, r := range rows {
+		if r.Proxies.PerNode {
+			perNode++
+			continue
+		}
+		for i, n := range []int{r.Proxies.Min, r.Proxies.Max} {
+			proxies[i] += n
+			before[i] += n * r.Before
+			after[i] += n * r.After
+			delta[i] += n * r.Delta
+		}
+	}
+	span := func(v [2]int, f func(int) string) string {
+		if v[0] == v[1] {
+			return f(v[0])
+		}
+		return f(v[0]) + " to " + f(v[1])
+	}
+	what := "workloads change"
+	if len(rows) == 1 {
+		what = "workload changes"
+	}
+	noun := "proxies"
+	if proxies == [2]int{1, 1} {
+		noun = "proxy"
+	}
+	out := fmt.Sprintf("%d %s (%s %s): %s Envoy clusters before, %s after (%s), summed over their proxies.",
+		len(rows), what, span(proxies, strconv.Itoa), noun, span(before, strconv.Itoa), span(after, strconv.Itoa), span(delta, signed))
+	if perNode > 0 {
+		out += fmt.Sprintf(" %s run one proxy per node, which manifests do not count: not in these sums.", plural(perNode, "DaemonSet", "DaemonSets"))
+	}
+	return out
+}
+
+// leftOutSentence says which workloads of the head tree run no sidecar, and so are not
+// reviewed; "" when every workload runs one.
+func leftOutSentence(l census.LeftOut) string {
+	if l.Total() == 0 {
+		return ""
+	}
+	return l.String() + ", and are not reviewed: Sidecar resources configure sidecars only."
 }
 
 func riskMessages(rs []predict.Risk) []string {
@@ -325,12 +441,12 @@ func signed(n int) string {
 	return strconv.Itoa(n)
 }
 
-func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview) {
+func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, leftOut census.LeftOut) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "No proxy's cluster list changes.")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-		head := "NAMESPACE\tWORKLOAD\tBEFORE\tAFTER\tDELTA\tHOSTS ADDED\tHOSTS REMOVED\tRISK"
+		head := "NAMESPACE\tWORKLOAD\tPROXIES\tBEFORE\tAFTER\tDELTA\tHOSTS ADDED\tHOSTS REMOVED\tRISK"
 		if obs != nil {
 			head += "\tOBSERVED CALLS CUT"
 		}
@@ -340,7 +456,7 @@ func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview) {
 			if len(r.Risks) > 0 {
 				risk = strings.Join(riskMessages(r.Risks), "; ")
 			}
-			line := fmt.Sprintf("%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s", r.Namespace, r.Workload, r.Before, r.After, signed(r.Delta),
+			line := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s", r.Namespace, r.Workload, r.Proxies, r.Before, r.After, signed(r.Delta),
 				hostList(r.AddedHosts, r.AddedHostCount), hostList(r.RemovedHosts, r.RemovedHostCount), risk)
 			if obs != nil {
 				line += "\t" + cutList(r.ObservedCut, r.ObservedCutCount)
@@ -348,6 +464,10 @@ func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview) {
 			fmt.Fprintln(tw, line)
 		}
 		_ = tw.Flush()
+		fmt.Fprintf(w, "\n%s\n", totalsSentence(rows))
+	}
+	if l := leftOutSentence(leftOut); l != "" {
+		fmt.Fprintf(w, "\n%s\n", l)
 	}
 	if obs == nil {
 		return
@@ -396,11 +516,14 @@ func (o *observedReview) summary(rows []DiffRow) string {
 // characters: a summary, then the largest changes (by |delta|) that fit, then how many workloads
 // are left out; the observed calls this change cuts and the risky tightenings come first, as
 // they need a reviewer most.
-func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview) {
+func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview, leftOut census.LeftOut) {
 	var b strings.Builder
 	b.WriteString("### meshscope: predicted Envoy cluster changes\n\n")
 	if len(rows) == 0 {
 		b.WriteString("No proxy's cluster list changes.\n")
+		if l := leftOutSentence(leftOut); l != "" {
+			b.WriteString("\n" + l + "\n")
+		}
 		if obs != nil {
 			b.WriteString("\n")
 			writeObservedMarkdown(&b, rows, limit, obs)
@@ -408,20 +531,16 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedRevi
 		_, _ = io.WriteString(w, b.String())
 		return
 	}
-	var before, after int
 	var risky []string
 	for _, r := range rows {
-		before += r.Before
-		after += r.After
 		for _, k := range r.Risks {
 			risky = append(risky, fmt.Sprintf("- :warning: `%s/%s` %s\n", r.Namespace, r.Workload, k.Message))
 		}
 	}
-	what := "workloads change"
-	if len(rows) == 1 {
-		what = "workload changes"
+	b.WriteString(totalsSentence(rows) + "\n\n")
+	if l := leftOutSentence(leftOut); l != "" {
+		b.WriteString(l + "\n\n")
 	}
-	fmt.Fprintf(&b, "%d %s: %d Envoy clusters before, %d after (%s).\n\n", len(rows), what, before, after, signed(after-before))
 	if obs != nil {
 		writeObservedMarkdown(&b, rows, limit, obs)
 		b.WriteString("\n")
@@ -444,15 +563,15 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedRevi
 		slices.SortStableFunc(order, func(x, y DiffRow) int { return abs(y.Delta) - abs(x.Delta) })
 	}
 	if obs != nil {
-		b.WriteString("| Namespace | Workload | Before | After | Delta | Hosts added | Hosts removed | Observed calls cut |\n")
-		b.WriteString("|---|---|---:|---:|---:|---|---|---:|\n")
+		b.WriteString("| Namespace | Workload | Proxies | Before | After | Delta | Hosts added | Hosts removed | Observed calls cut |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---|---|---:|\n")
 	} else {
-		b.WriteString("| Namespace | Workload | Before | After | Delta | Hosts added | Hosts removed |\n")
-		b.WriteString("|---|---|---:|---:|---:|---|---|\n")
+		b.WriteString("| Namespace | Workload | Proxies | Before | After | Delta | Hosts added | Hosts removed |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---|---|\n")
 	}
 	const tailRoom = 200 // for the "N more" line
 	for i, r := range order {
-		line := fmt.Sprintf("| %s | %s | %d | %d | %s | %s | %s |\n", r.Namespace, r.Workload, r.Before, r.After, signed(r.Delta),
+		line := fmt.Sprintf("| %s | %s | %s | %d | %d | %s | %s | %s |\n", r.Namespace, r.Workload, r.Proxies, r.Before, r.After, signed(r.Delta),
 			mdHosts(r.AddedHosts, r.AddedHostCount), mdHosts(r.RemovedHosts, r.RemovedHostCount))
 		if obs != nil {
 			line = strings.TrimSuffix(line, "\n") + " " + mdCutCount(r) + " |\n"

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -132,6 +133,13 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 				"Add the Namespace to the provider's manifests or correct the name.",
 				proxy.Namespace, hint),
 		)
+		return
+	}
+
+	if w := census.Pod(inv, proxy.Namespace, proxy.Labels); !w.RunsSidecar() {
+		resp.Diagnostics.AddAttributeError(path.Root("labels"), census.CodeRunsNoSidecar.Summary(),
+			fmt.Sprintf("A pod in namespace %q with these labels runs no sidecar (%s): %s. Sidecar resources configure "+
+				"sidecars only, so there is no sidecar cluster list to predict.", proxy.Namespace, w.Reason, w.Why))
 		return
 	}
 

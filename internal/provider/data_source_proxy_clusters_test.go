@@ -118,6 +118,22 @@ data "meshscope_proxy_clusters" "x" {
 }`,
 			err: `(?s)Namespace Not Found.*"fooo".*Did\s+you\s+mean\s+"foo"`,
 		},
+		"a pod that runs no sidecar: namespace default is not injected": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "default"
+  labels    = { app = "client" }
+}`,
+			err: `(?s)Proxy Runs No Sidecar.*namespace "default".*not-injected.*label\s+namespace\s+default\s+istio-injection=enabled`,
+		},
+		"a pod that opts out of injection": {
+			config: `
+data "meshscope_proxy_clusters" "x" {
+  namespace = "foo"
+  labels    = { app = "test-app", "sidecar.istio.io/inject" = "false" }
+}`,
+			err: `(?s)Proxy Runs No Sidecar.*opted-out`,
+		},
 		"invalid namespace name": {
 			config: `
 data "meshscope_proxy_clusters" "x" {

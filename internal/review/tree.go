@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
@@ -34,6 +35,9 @@ func NewTree(base, head *predict.Predictor, headInv *mesh.Inventory, ev *traffic
 // Change is one workload's review between the trees.
 type Change struct {
 	predict.WorkloadReview
+	// Replicas is how many proxies the workload runs (in the head tree, when it holds it): the
+	// change applies to each.
+	Replicas census.Replicas
 	// Cut are, with evidence, the workload's observed calls the head tree cuts, new ones first,
 	// then the largest counts; nil without evidence or when none is cut.
 	Cut []CutCall
@@ -76,7 +80,10 @@ func (t *Tree) Each(fn func(Change) error) error {
 		if !rv.Changed() {
 			continue
 		}
-		c := Change{WorkloadReview: rv}
+		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas}
+		if s.inHead {
+			c.Replicas = s.head.Replicas
+		}
 		if t.ev != nil && s.inHead {
 			c.Cut = t.cuts(s.head, s.inBase)
 		}
@@ -104,12 +111,16 @@ func (t *Tree) EachUnchangedCut(changed func(key string) bool, fn func(Change) e
 		if len(cuts) == 0 {
 			continue
 		}
-		if err := fn(Change{WorkloadReview: predict.WorkloadReview{Namespace: w.Namespace, Workload: id}, Cut: cuts}); err != nil {
+		if err := fn(Change{WorkloadReview: predict.WorkloadReview{Namespace: w.Namespace, Workload: id}, Replicas: w.Replicas, Cut: cuts}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// Census is the head tree's census: which of its workloads run sidecars, and why the others
+// run none.
+func (t *Tree) Census() *census.Census { return t.head.Census() }
 
 // cuts checks a workload's observed calls against the head tree's outbound clusters, and each
 // cut one against the base tree's; inBase says the base tree holds the workload.

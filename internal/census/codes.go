@@ -1,0 +1,11 @@
+package census
+
+import "github.com/meshscope/terraform-provider-meshscope/internal/problem"
+
+// The census's problem codes (MS4xxx).
+var (
+	CodeRunsNoSidecar = problem.Define("MS4001", problem.Error, "census", "Proxy Runs No Sidecar",
+		"The workload or pod asked about runs no Envoy sidecar (not injected, ambient, host network, a gateway, proxyless gRPC or no replicas), so no Sidecar resource configures it and no sidecar cluster list can be predicted for it.")
+	CodeInjectionAssumed = problem.Define("MS4002", problem.Warning, "census", "Injection Assumed",
+		"The inventory lacks the Namespace of a workload, so whether Istio injects it is not known; it is counted as a sidecar.")
+)

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
+)
+
+// TestCensus_EverySurfaceLeavesOutWhatRunsNoSidecar: each workload of fixture.Census that runs
+// no sidecar is refused by clusters with its reason and left out of diff, which counts it by
+// reason; a Deployment listed with its ReplicaSet and Pods is one row with 2 proxies, and the
+// Pod of a CronJob's Job is the CronJob's.
+func TestCensus_EverySurfaceLeavesOutWhatRunsNoSidecar(t *testing.T) {
+	mesh := fixture.Seed + "\n---\n" + fixture.Census
+	var defaults strings.Builder
+	for _, ns := range []string{"foo", "plain", "dis", "amb"} {
+		defaults.WriteString("\n---\napiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: default, namespace: " + ns +
+			"}\nspec: {egress: [{hosts: [\"./*\", \"istio-system/*\"]}]}\n")
+	}
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + defaults.String()})
+
+	for _, tc := range []struct{ pod, want string }{
+		{"plain/web", "(not-injected)"},
+		{"dis/web", "(injection-disabled)"},
+		{"amb/web", "(ambient)"},
+		{"foo/optout", "(opted-out)"},
+		{"foo/hostnet", "(host-network)"},
+		{"foo/idle", "(no-replicas)"},
+		{"istio-system/istio-ingressgateway", "(gateway)"},
+	} {
+		code, out, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", tc.pod, "-o", "names")
+		if code != ExitError || out != "" || !strings.Contains(errs, "runs no sidecar") || !strings.Contains(errs, tc.want) {
+			t.Errorf("clusters --pod %s: exit %d, stdout %q, stderr %q; want exit 1 naming %s", tc.pod, code, out, errs, tc.want)
+		}
+	}
+	code, _, errs := run(t, "", "clusters", "-f", dir+"/base", "--namespace", "plain", "--labels", "app=web")
+	if code != ExitError || !strings.Contains(errs, "label namespace plain istio-injection=enabled") {
+		t.Errorf("clusters --namespace plain: exit %d, %q", code, errs)
+	}
+	for _, pod := range []string{"foo/web-5d9f7c8b4-x7k2p", "foo/web", "foo/nightly-29000000-abcde", "foo/nightly"} {
+		if code, out, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", pod, "-o", "names"); code != ExitOK || !strings.Contains(out, "PassthroughCluster") {
+			t.Errorf("clusters --pod %s: exit %d, %q", pod, code, errs)
+		}
+	}
+
+	code, out, errs := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
+	if code != ExitChanged {
+		t.Fatalf("diff: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Changes []DiffRow  `json:"changes"`
+		Census  CensusJSON `json:"census"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range doc.Changes {
+		got[r.Namespace+"/"+r.Workload] = r.Proxies.String()
+	}
+	want := map[string]string{"foo/Deployment/test-app": "1", "foo/Deployment/web": "2", "foo/CronJob/nightly": "1"}
+	if len(got) != len(want) {
+		t.Errorf("changed workloads %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q proxies, want %q (rows %v)", k, got[k], v, got)
+		}
+	}
+	reasons := map[string]int{"not-injected": 1, "injection-disabled": 1, "ambient": 1, "opted-out": 1, "host-network": 1, "no-replicas": 1, "gateway": 1}
+	if doc.Census.NoSidecarCount != 7 || len(doc.Census.NoSidecar) != 7 || len(doc.Census.NoSidecarReasons) != len(reasons) {
+		t.Errorf("census %+v", doc.Census)
+	}
+	for r, n := range reasons {
+		if doc.Census.NoSidecarReasons[r] != n {
+			t.Errorf("census: %d %s, want %d (%v)", doc.Census.NoSidecarReasons[r], r, n, doc.Census.NoSidecarReasons)
+		}
+	}
+	if doc.Census.SidecarProxies != (Proxies{Min: 5, Max: 5}) {
+		t.Errorf("sidecar proxies %+v, want 5 (test-app in foo and bar, web's 2 Pods, nightly's Pod)", doc.Census.SidecarProxies)
+	}
+
+	_, md, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "markdown")
+	for _, s := range []string{
+		"3 workloads change (4 proxies):",
+		"7 workloads run no sidecar (", "ambient: 1", "not injected: 1", "gateway: 1",
+		"| foo | Deployment/web | 2 |",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md)
+		}
+	}
+}
