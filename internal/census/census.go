@@ -1,6 +1,6 @@
 // Package census decides, as Istio does, which workloads of an inventory run an Istio proxy,
 // of which kind, and how many proxies each has; and names each workload as Istio names it in
-// its metrics (the `WORKLOAD_NAME` of its proxies). The rules are RULES.md's C1 to C12, each
+// its metrics (the `WORKLOAD_NAME` of its proxies). The rules are RULES.md's C1 to C11, each
 // with the Istio source it follows. It imports nothing from Terraform.
 package census
 
@@ -111,11 +111,12 @@ type Census struct {
 	byNS map[string][]*Workload
 	// byName finds a workload by its Istio name or by the name of any object folded into it.
 	byName map[[2]string]*Workload
+	vms    []*mesh.VMProxy
 }
 
 // Take reads the inventory's workloads.
 func Take(inv *mesh.Inventory) *Census {
-	c := &Census{byNS: map[string][]*Workload{}, byName: map[[2]string]*Workload{}}
+	c := &Census{byNS: map[string][]*Workload{}, byName: map[[2]string]*Workload{}, vms: inv.VMProxies}
 	type key struct{ ns, kind, name string }
 	groups := map[key]*Workload{}
 	for _, o := range inv.Workloads {
@@ -162,6 +163,30 @@ func rank(w *Workload, o *mesh.Workload) int {
 	default:
 		return 2
 	}
+}
+
+// VMs are the inventory's WorkloadEntries and WorkloadGroups: VM proxies, sidecars that
+// meshscope does not predict (C11).
+func (c *Census) VMs() []*mesh.VMProxy { return c.vms }
+
+// VMSentence says that the VM proxies are not modelled, naming up to three; "" without any.
+func (c *Census) VMSentence() string {
+	if len(c.vms) == 0 {
+		return ""
+	}
+	var names []string
+	for i, v := range c.vms {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(c.vms)-i))
+			break
+		}
+		names = append(names, v.Kind+" "+v.Key())
+	}
+	what := "objects describe VM proxies"
+	if len(c.vms) == 1 {
+		what = "object describes VM proxies"
+	}
+	return fmt.Sprintf("%d %s (%s): they are sidecars that meshscope does not model, so they are not reviewed.", len(c.vms), what, strings.Join(names, ", "))
 }
 
 // All returns every workload, sorted by namespace, name and kind.

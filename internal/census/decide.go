@@ -272,7 +272,7 @@ func (d *decider) fromTemplate(w *Workload, o *mesh.Workload) {
 // injector's own `injectRequired` (C5).
 func (d *decider) injected(ns string, nsObj *mesh.Namespace, o *mesh.Workload) (bool, Reason, string, string) {
 	podLabels := labels.Set(o.PodLabels)
-	reason, rule, why := Injected, "C4", ""
+	reason, rule, why := Injected, "C5", ""
 	if nsObj == nil {
 		// The namespace's labels are not known: the selectors cannot be evaluated.
 		reason, rule = AssumedInjected, "C4"

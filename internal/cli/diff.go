@@ -109,7 +109,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if *full {
 				limit = 0
 			}
-			writeDiffMarkdown(stdout, rows, limit, obs, tree.Census().LeftOut())
+			writeDiffMarkdown(stdout, rows, limit, obs, tree.Census())
 		}
 	default:
 		var rows []DiffRow
@@ -117,7 +117,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		rows, obs, err = collectDiff(tree, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
-			writeDiffTable(stdout, rows, obs, tree.Census().LeftOut())
+			writeDiffTable(stdout, rows, obs, tree.Census())
 		}
 	}
 	if err != nil {
@@ -307,6 +307,9 @@ type CensusJSON struct {
 	NoSidecarCount   int            `json:"no_sidecar_count"`
 	NoSidecarReasons map[string]int `json:"no_sidecar_reasons"`
 	NoSidecar        []NoSidecarRow `json:"no_sidecar"`
+	// VMProxiesNotModelled counts the WorkloadEntries and WorkloadGroups: VM proxies, sidecars
+	// that meshscope does not predict.
+	VMProxiesNotModelled int `json:"vm_proxies_not_modelled"`
 }
 
 // NoSidecarRow is a workload of the head tree that runs no sidecar.
@@ -320,7 +323,7 @@ type NoSidecarRow struct {
 }
 
 func censusOf(c *census.Census, limit int) CensusJSON {
-	out := CensusJSON{NoSidecarReasons: map[string]int{}, NoSidecar: []NoSidecarRow{}}
+	out := CensusJSON{NoSidecarReasons: map[string]int{}, NoSidecar: []NoSidecarRow{}, VMProxiesNotModelled: len(c.VMs())}
 	for _, w := range c.All() {
 		if w.RunsSidecar() {
 			out.SidecarWorkloads++
@@ -406,13 +409,17 @@ func totalsSentence(rows []DiffRow) string {
 	return out
 }
 
-// leftOutSentence says which workloads of the head tree run no sidecar, and so are not
-// reviewed; "" when every workload runs one.
-func leftOutSentence(l census.LeftOut) string {
-	if l.Total() == 0 {
-		return ""
+// censusSentences say which workloads of the head tree run no sidecar, and so are not reviewed,
+// and which proxies meshscope does not model; none when every workload runs a sidecar.
+func censusSentences(c *census.Census) []string {
+	var out []string
+	if l := c.LeftOut(); l.Total() > 0 {
+		out = append(out, l.String()+", and are not reviewed: Sidecar resources configure sidecars only.")
 	}
-	return l.String() + ", and are not reviewed: Sidecar resources configure sidecars only."
+	if v := c.VMSentence(); v != "" {
+		out = append(out, v)
+	}
+	return out
 }
 
 func riskMessages(rs []predict.Risk) []string {
@@ -441,7 +448,7 @@ func signed(n int) string {
 	return strconv.Itoa(n)
 }
 
-func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, leftOut census.LeftOut) {
+func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, c *census.Census) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "No proxy's cluster list changes.")
 	} else {
@@ -466,7 +473,7 @@ func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, leftOut ce
 		_ = tw.Flush()
 		fmt.Fprintf(w, "\n%s\n", totalsSentence(rows))
 	}
-	if l := leftOutSentence(leftOut); l != "" {
+	for _, l := range censusSentences(c) {
 		fmt.Fprintf(w, "\n%s\n", l)
 	}
 	if obs == nil {
@@ -516,12 +523,12 @@ func (o *observedReview) summary(rows []DiffRow) string {
 // characters: a summary, then the largest changes (by |delta|) that fit, then how many workloads
 // are left out; the observed calls this change cuts and the risky tightenings come first, as
 // they need a reviewer most.
-func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview, leftOut census.LeftOut) {
+func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview, c *census.Census) {
 	var b strings.Builder
 	b.WriteString("### meshscope: predicted Envoy cluster changes\n\n")
 	if len(rows) == 0 {
 		b.WriteString("No proxy's cluster list changes.\n")
-		if l := leftOutSentence(leftOut); l != "" {
+		for _, l := range censusSentences(c) {
 			b.WriteString("\n" + l + "\n")
 		}
 		if obs != nil {
@@ -538,7 +545,7 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedRevi
 		}
 	}
 	b.WriteString(totalsSentence(rows) + "\n\n")
-	if l := leftOutSentence(leftOut); l != "" {
+	for _, l := range censusSentences(c) {
 		b.WriteString(l + "\n\n")
 	}
 	if obs != nil {

@@ -173,3 +173,6 @@ func controllerOf(om metav1.ObjectMeta) *OwnerRef {
 	}
 	return nil
 }
+
+// VMProxy is a WorkloadEntry or WorkloadGroup: a VM proxy, of which only the metadata is read.
+type VMProxy struct{ Meta }

@@ -149,6 +149,9 @@ type Inventory struct {
 	VirtualServices  []*VirtualService
 	Sidecars         []*Sidecar
 	Autoscalers      []*Autoscaler
+	// VMProxies are the WorkloadEntries and WorkloadGroups: VM proxies, which meshscope does
+	// not predict (C11) but reports.
+	VMProxies []*VMProxy
 	// Webhooks are the sidecar-injection webhooks of the MutatingWebhookConfigurations read,
 	// by configuration name; none: Istio's default install is assumed.
 	Webhooks map[string][]InjectionWebhook
@@ -166,7 +169,7 @@ type Inventory struct {
 
 // listIndexes holds one listIndex per object list.
 type listIndexes struct {
-	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers *listIndex
+	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers, vms *listIndex
 }
 
 // New returns an empty inventory with default mesh settings.
@@ -180,7 +183,7 @@ func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
 // ObjectCount is the number of objects the inventory holds (the mesh ConfigMap counts as one).
 func (inv *Inventory) ObjectCount() int {
 	n := len(inv.Namespaces) + len(inv.Services) + len(inv.Workloads) + len(inv.ServiceEntries) +
-		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars) + len(inv.Autoscalers) + len(inv.Webhooks)
+		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars) + len(inv.Autoscalers) + len(inv.Webhooks) + len(inv.VMProxies)
 	if inv.Injector != nil {
 		n++
 	}
@@ -215,6 +218,7 @@ func (inv *Inventory) Clone() *Inventory {
 	out.VirtualServices = append([]*VirtualService(nil), inv.VirtualServices...)
 	out.Sidecars = append([]*Sidecar(nil), inv.Sidecars...)
 	out.Autoscalers = append([]*Autoscaler(nil), inv.Autoscalers...)
+	out.VMProxies = append([]*VMProxy(nil), inv.VMProxies...)
 	return &out
 }
 

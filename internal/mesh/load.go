@@ -166,6 +166,7 @@ type object struct {
 	virtualService  *VirtualService
 	sidecar         *Sidecar
 	autoscaler      *Autoscaler
+	vm              *Meta
 	webhooks        *webhookSet
 	injector        *InjectorConfig
 	mesh            *MeshSettings
@@ -196,6 +197,8 @@ func (o object) meta() *Meta {
 		return &o.sidecar.Meta
 	case o.autoscaler != nil:
 		return &o.autoscaler.Meta
+	case o.vm != nil:
+		return o.vm
 	case o.webhooks != nil:
 		return &Meta{Kind: "MutatingWebhookConfiguration", Name: o.webhooks.config}
 	case o.injector != nil:
@@ -264,6 +267,8 @@ func (inv *Inventory) add(o object) {
 		addObject(inv, &inv.Sidecars, o.sidecar, &inv.pos.sidecars)
 	case o.autoscaler != nil:
 		addObject(inv, &inv.Autoscalers, o.autoscaler, &inv.pos.autoscalers)
+	case o.vm != nil:
+		addObject(inv, &inv.VMProxies, &VMProxy{Meta: *o.vm}, &inv.pos.vms)
 	case o.webhooks != nil:
 		if inv.Webhooks == nil {
 			inv.Webhooks = map[string][]InjectionWebhook{}
@@ -347,6 +352,10 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 	case "networking.istio.io":
 		switch env.Kind {
 		case "ServiceEntry", "DestinationRule", "VirtualService", "Sidecar":
+		case "WorkloadEntry", "WorkloadGroup":
+			// VM proxies: counted, so that what is not modelled is said (C11).
+			m := meta(env.Kind, env.APIVersion, env.Metadata, src)
+			return append(out, object{vm: &m}), nil
 		default:
 			return out, docErr(checkKind(group, env.Kind))
 		}
