@@ -155,7 +155,9 @@ func New(inv *mesh.Inventory, ev *traffic.Evidence, opts Options) (*Planner, err
 	}
 	p := &Planner{inv: inv, pred: pred, ev: ev, opts: opts, domain: cmp.Or(opts.Scope.DomainSuffix, mesh.DefaultDomainSuffix),
 		byNs: map[string][]*mesh.Workload{}, registry: map[string]bool{}, resources: map[string]bool{}, compiling: scope.NewIndex(inv)}
-	for _, w := range inv.Workloads {
+	// Only workloads that run sidecars get scopes: a Sidecar configures nothing else (census).
+	for _, cw := range pred.Census().Sidecars("") {
+		w := cw.Mesh()
 		if len(opts.Namespaces) > 0 && !slices.Contains(opts.Namespaces, w.Namespace) {
 			continue
 		}

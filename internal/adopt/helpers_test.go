@@ -16,11 +16,11 @@ import (
 const destinations = `
 apiVersion: v1
 kind: Namespace
-metadata: {name: shop}
+metadata: {name: shop, labels: {istio-injection: enabled}}
 ---
 apiVersion: v1
 kind: Namespace
-metadata: {name: data}
+metadata: {name: data, labels: {istio-injection: enabled}}
 ---
 apiVersion: v1
 kind: Service

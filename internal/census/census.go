@@ -39,21 +39,21 @@ type Reason string
 
 // The reasons.
 const (
-	Injected          Reason = "injected"            // an injection webhook selects its pods and the injector injects them
-	AssumedInjected   Reason = "namespace-unknown"   // its Namespace is not in the inventory: injection is assumed
-	RunsProxy         Reason = "pods-run-proxy"      // its Pods, read from a cluster, run an istio-proxy
-	PodsWithoutProxy  Reason = "pods-without-proxy"  // its Pods, read from a cluster, run none
-	NotInjected       Reason = "not-injected"        // no injection webhook selects its pods
-	InjectionDisabled Reason = "injection-disabled"  // its namespace is labelled istio-injection=disabled
-	OptedOut          Reason = "opted-out"           // sidecar.istio.io/inject=false on its pods
-	NeverInject       Reason = "never-inject"        // the injector's neverInjectSelector matches its pods
-	PolicyDisabled    Reason = "policy-disabled"     // the injector's policy is disabled and nothing asks for injection
-	IgnoredNamespace  Reason = "ignored-namespace"   // the injector never injects kube-system and its like
-	HostNetwork       Reason = "host-network"        // the injector skips host-network pods
-	Ambient           Reason = "ambient"             // istio.io/dataplane-mode=ambient without a sidecar
-	ProxylessGRPC     Reason = "proxyless-grpc"      // the grpc-agent template
-	GatewayProxy      Reason = "gateway"             // a gateway: the gateway template, a Gateway API deployment or a router proxy
-	NoReplicas        Reason = "no-replicas"         // replicas 0, or an autoscaler whose maximum is 0
+	Injected          Reason = "injected"           // an injection webhook selects its pods and the injector injects them
+	AssumedInjected   Reason = "namespace-unknown"  // its Namespace is not in the inventory: injection is assumed
+	RunsProxy         Reason = "pods-run-proxy"     // its Pods, read from a cluster, run an istio-proxy
+	PodsWithoutProxy  Reason = "pods-without-proxy" // its Pods, read from a cluster, run none
+	NotInjected       Reason = "not-injected"       // no injection webhook selects its pods
+	InjectionDisabled Reason = "injection-disabled" // its namespace is labelled istio-injection=disabled
+	OptedOut          Reason = "opted-out"          // sidecar.istio.io/inject=false on its pods
+	NeverInject       Reason = "never-inject"       // the injector's neverInjectSelector matches its pods
+	PolicyDisabled    Reason = "policy-disabled"    // the injector's policy is disabled and nothing asks for injection
+	IgnoredNamespace  Reason = "ignored-namespace"  // the injector never injects kube-system and its like
+	HostNetwork       Reason = "host-network"       // the injector skips host-network pods
+	Ambient           Reason = "ambient"            // istio.io/dataplane-mode=ambient without a sidecar
+	ProxylessGRPC     Reason = "proxyless-grpc"     // the grpc-agent template
+	GatewayProxy      Reason = "gateway"            // a gateway: the gateway template, a Gateway API deployment or a router proxy
+	NoReplicas        Reason = "no-replicas"        // replicas 0, or an autoscaler whose maximum is 0
 )
 
 // Replicas is how many proxies a workload runs: between Min and Max, or one per node.
@@ -94,6 +94,19 @@ type Workload struct {
 	// Rule is the RULES.md rule that decided.
 	Rule     string
 	Replicas Replicas
+	asMesh   *mesh.Workload
+}
+
+// Mesh is the workload as one inventory object: its own object (or the first folded in) under
+// Istio's kind and name, with its pod labels. Code that lists workloads reads these, so that a
+// Deployment listed with its ReplicaSet and Pods is one workload everywhere.
+func (w *Workload) Mesh() *mesh.Workload {
+	if w.asMesh == nil {
+		cp := *w.Objects[0]
+		cp.Kind, cp.Name, cp.PodLabels = w.Kind, w.Name, w.Labels
+		w.asMesh = &cp
+	}
+	return w.asMesh
 }
 
 // Key is "namespace/Kind/name".
@@ -197,7 +210,9 @@ func (c *Census) In(namespace string) []*Workload { return c.byNS[namespace] }
 
 // Lookup finds a workload by its name as Istio names it, or by the name of an object it folds
 // in (a Pod, a ReplicaSet, a Job).
-func (c *Census) Lookup(namespace, name string) *Workload { return c.byName[[2]string{namespace, name}] }
+func (c *Census) Lookup(namespace, name string) *Workload {
+	return c.byName[[2]string{namespace, name}]
+}
 
 // Sidecars returns the workloads that run sidecars, of one namespace ("": of every namespace).
 func (c *Census) Sidecars(namespace string) []*Workload {

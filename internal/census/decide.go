@@ -176,11 +176,12 @@ func (d *decider) decide(w *Workload) {
 	}
 }
 
-// observedPods are the workload's Pods read from a cluster (they carry a status).
+// observedPods are the workload's Pods read from a cluster (they carry a status) that have not
+// finished: a Succeeded or Failed Pod runs no proxy any more.
 func observedPods(w *Workload) []*mesh.Workload {
 	var out []*mesh.Workload
 	for _, o := range w.Objects {
-		if o.Kind == "Pod" && o.Observed {
+		if o.Kind == "Pod" && o.Phase != "" && o.Phase != "Succeeded" && o.Phase != "Failed" {
 			out = append(out, o)
 		}
 	}

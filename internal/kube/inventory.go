@@ -28,6 +28,9 @@ var (
 	DaemonSetGVR       = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}
 	ReplicaSetGVR      = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 	JobGVR             = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	CronJobGVR         = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}
+	AutoscalerGVR      = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+	WebhookConfigGVR   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 	ServiceEntryGVR    = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "serviceentries"}
 	DestinationRuleGVR = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"}
 	VirtualServiceGVR  = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
@@ -47,7 +50,10 @@ var inventoryKinds = []struct {
 	{DaemonSetGVR, "apps/v1", "DaemonSet"},
 	{ReplicaSetGVR, "apps/v1", "ReplicaSet"},
 	{JobGVR, "batch/v1", "Job"},
+	{CronJobGVR, "batch/v1", "CronJob"},
 	{PodGVR, "v1", "Pod"},
+	{AutoscalerGVR, "autoscaling/v2", "HorizontalPodAutoscaler"},
+	{WebhookConfigGVR, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"},
 	{ServiceEntryGVR, "networking.istio.io/v1", "ServiceEntry"},
 	{DestinationRuleGVR, "networking.istio.io/v1", "DestinationRule"},
 	{VirtualServiceGVR, "networking.istio.io/v1", "VirtualService"},
@@ -55,9 +61,10 @@ var inventoryKinds = []struct {
 }
 
 // LoadInventory adds the cluster's objects to inv: namespaces, services,
-// workloads, pods, ServiceEntries, DestinationRules, VirtualServices, Sidecars
-// and the `istio` ConfigMap of rootNamespace. Pods owned by a controller are
-// represented by their controller; ReplicaSets owned by a Deployment likewise.
+// workloads and their Pods (which the census folds into the workload Istio names,
+// and which say whether a proxy runs), autoscalers, the injection webhook
+// configurations, ServiceEntries, DestinationRules, VirtualServices, Sidecars,
+// and the `istio` and `istio-sidecar-injector` ConfigMaps of rootNamespace.
 func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNamespace string) error {
 	if err := c.init(); err != nil {
 		return err
@@ -97,32 +104,32 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 	if rootNamespace == "" {
 		rootNamespace = mesh.DefaultRootNamespace
 	}
-	cm, err := c.dyn.Resource(ConfigMapGVR).Namespace(rootNamespace).Get(ctx, "istio", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		// No mesh config: Istio's defaults apply.
-	case err != nil:
-		return c.classify(err, "get", ConfigMapGVR, rootNamespace, "")
-	default:
-		cm.SetManagedFields(nil)
-		js, err := json.Marshal(cm.Object)
-		if err != nil {
-			return err
-		}
-		if err := inv.AddYAML("cluster:ConfigMap/"+rootNamespace+"/istio", js); err != nil {
-			return err
+	// The mesh config (without it, Istio's defaults apply) and the injector's config (without
+	// it, the injector's defaults).
+	for _, name := range []string{"istio", "istio-sidecar-injector"} {
+		cm, err := c.dyn.Resource(ConfigMapGVR).Namespace(rootNamespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return c.classify(err, "get", ConfigMapGVR, rootNamespace, name)
+		default:
+			cm.SetManagedFields(nil)
+			js, err := json.Marshal(cm.Object)
+			if err != nil {
+				return err
+			}
+			if err := inv.AddYAML("cluster:ConfigMap/"+rootNamespace+"/"+name, js); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// addObject adds obj, listed as apiVersion and kind, to inv, unless it is a Pod
-// or a ReplicaSet that a controller owns: the inventory represents those by
-// their controller.
+// addObject adds obj, listed as apiVersion and kind, to inv. The Pods and ReplicaSets a
+// controller owns are kept: the census folds them into their workload, and a Pod says
+// whether its proxy runs.
 func addObject(inv *mesh.Inventory, apiVersion, kind string, obj *unstructured.Unstructured) error {
-	if (kind == "Pod" || kind == "ReplicaSet") && hasController(obj) {
-		return nil
-	}
 	obj.SetAPIVersion(apiVersion)
 	obj.SetKind(kind)
 	obj.SetManagedFields(nil)
@@ -136,13 +143,4 @@ func addObject(inv *mesh.Inventory, apiVersion, kind string, obj *unstructured.U
 		return &InvalidObjectError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: de.Err}
 	}
 	return err
-}
-
-func hasController(obj *unstructured.Unstructured) bool {
-	for _, o := range obj.GetOwnerReferences() {
-		if o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
 }

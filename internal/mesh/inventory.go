@@ -74,9 +74,9 @@ type Workload struct {
 	Owner *OwnerRef
 	// GenerateName is metadata.generateName (of a Pod).
 	GenerateName string
-	// Observed is set for a Pod with a status: read from a cluster, so its containers are
-	// what runs.
-	Observed bool
+	// Phase is a Pod's status.phase: set when the Pod was read from a cluster (or a dump of
+	// one), so that its containers are what runs.
+	Phase string
 }
 
 // HasPods reports whether the workload runs at least one pod (replicas is not 0).

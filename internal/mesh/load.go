@@ -568,7 +568,7 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 		}
 		w := &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, PodAnnotations: o.Annotations,
 			Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP, HostNetwork: o.Spec.HostNetwork,
-			Owner: controllerOf(o.ObjectMeta), GenerateName: o.GenerateName, Observed: o.Status.Phase != ""}
+			Owner: controllerOf(o.ObjectMeta), GenerateName: o.GenerateName, Phase: string(o.Status.Phase)}
 		w.Proxy, w.Router = proxyContainer(o.Spec)
 		return object{workload: w}, true, nil
 	default:

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"sort"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -215,11 +216,10 @@ func (d *observedDependenciesDataSource) selectWorkloads(ctx context.Context, in
 	var diags diag.Diagnostics
 	var inNs []*mesh.Workload
 	var known []string
-	for _, w := range inv.Workloads {
-		if w.Namespace == ns {
-			inNs = append(inNs, w)
-			known = append(known, w.Name)
-		}
+	// The workloads as Istio names them in its metrics (census).
+	for _, cw := range census.Take(inv).In(ns) {
+		inNs = append(inNs, cw.Mesh())
+		known = append(known, cw.Name)
 	}
 	if !namespaceKnown(inv, ns) {
 		hint := didyoumean.DidYouMean(ns, inv.NamespaceNames())
@@ -241,7 +241,7 @@ func (d *observedDependenciesDataSource) selectWorkloads(ctx context.Context, in
 		if len(out) == 0 {
 			diags.AddAttributeError(path.Root("workload"), "Workload Not Found",
 				fmt.Sprintf("No workload named %q is in namespace %q of the inventory.%s Istio names a workload by its "+
-					"controller (Deployment, StatefulSet, DaemonSet, Job) or a bare Pod's name.", name, ns, didyoumean.DidYouMean(name, known)))
+					"controller (Deployment, StatefulSet, DaemonSet, CronJob, Argo Rollout; a Job of its own) or a bare Pod's name.", name, ns, didyoumean.DidYouMean(name, known)))
 		}
 		return out, diags
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"sort"
 	"strings"
 	"sync"
@@ -89,7 +90,8 @@ func selectorsOverlap(inv *mesh.Inventory, ns string, a, b map[string]string) (s
 		var hits []string
 		for _, w := range inv.Workloads {
 			if w.Namespace == ns && scope.Selects(a, w.PodLabels) && scope.Selects(b, w.PodLabels) {
-				hits = append(hits, w.Kind+" "+w.Name)
+				kind, name := census.Identity(w) // a listed Pod is named by its workload (C1)
+				hits = append(hits, kind+" "+name)
 			}
 		}
 		if len(hits) > 0 {

@@ -2,6 +2,7 @@ package scope
 
 import (
 	"fmt"
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"sort"
 	"strings"
 
@@ -54,8 +55,9 @@ func Conflicts(inv *mesh.Inventory, sc *mesh.Sidecar) []Problem {
 		case mine != nil && theirs != nil:
 			for _, w := range inv.Workloads {
 				if w.Namespace == sc.Namespace && Selects(mine.GetLabels(), w.PodLabels) && Selects(theirs.GetLabels(), w.PodLabels) {
+					kind, name := census.Identity(w) // a listed Pod is named by its workload (C1)
 					probs = append(probs, Problem{Attribute: AttrWorkloadSelector, Index: -1, Code: CodeConflictingSelection, Summary: CodeConflictingSelection.Summary(),
-						Detail: fmt.Sprintf("Workload %s/%s (%s) is selected both by this scope and by the existing Sidecar %q (%s). Istio applies only the oldest matching Sidecar (istioctl analyze IST0110). Narrow workload_selector, or %s", w.Namespace, w.Name, w.Kind, other.Name, other.Source, takeOver(other))})
+						Detail: fmt.Sprintf("Workload %s/%s (%s) is selected both by this scope and by the existing Sidecar %q (%s). Istio applies only the oldest matching Sidecar (istioctl analyze IST0110). Narrow workload_selector, or %s", w.Namespace, name, kind, other.Name, other.Source, takeOver(other))})
 					break
 				}
 			}

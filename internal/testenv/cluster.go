@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -122,13 +123,22 @@ func UniqueIP() string {
 	return fmt.Sprintf("10.%d.%d.%d", 128+(n>>24)%128, (n>>16)&0xff, 1+(n&0xff)%254)
 }
 
-// UniqueNamespace creates a namespace named <prefix>-<random> with the given labels and returns its
+// UniqueNamespace creates a namespace named <prefix>-<random> with the given labels (and
+// istio-injection=enabled unless they set istio-injection or istio.io/rev) and returns its
 // name. At the end of the test everything in it is deleted, then the namespace itself (which then
 // stays Terminating, empty, since no controller finalizes it). Set MESHSCOPE_TESTENV_KEEP=1 to
 // keep it.
 func (c *Cluster) UniqueNamespace(t testing.TB, prefix string, lbls map[string]string) string {
 	t.Helper()
 	name := prefix + "-" + RandomSuffix(6)
+	// An application namespace of a mesh is injected: label it so unless lbls decide.
+	if _, ok := lbls["istio-injection"]; !ok && lbls["istio.io/rev"] == "" {
+		lbls = maps.Clone(lbls)
+		if lbls == nil {
+			lbls = map[string]string{}
+		}
+		lbls["istio-injection"] = "enabled"
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
 	if _, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
@@ -353,7 +363,8 @@ func decodeYAML(docs string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// CreatePodRunning creates a Pod and marks it as a kubelet would once it runs: phase Running,
+// CreatePodRunning creates a Pod, as Istio's injector leaves it (an istio-proxy container beside
+// the app's), and marks it as a kubelet would once it runs: phase Running,
 // the given IP, and the PodScheduled, Initialized, ContainersReady and Ready conditions true.
 // The pod is never scheduled, so nothing else touches it. ports are its container's ports.
 func (c *Cluster) CreatePodRunning(t testing.TB, ns, name string, lbls map[string]string, ip string, ports ...corev1.ContainerPort) *corev1.Pod {
@@ -370,7 +381,9 @@ func (c *Cluster) CreatePodRunningE(ctx context.Context, ns, name string, lbls m
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
 		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "testenv.invalid/app:0", Ports: ports}},
+			// The proxy container Istio's injector adds: the Pod stands for an injected one.
+			Containers: []corev1.Container{{Name: "app", Image: "testenv.invalid/app:0", Ports: ports},
+				{Name: "istio-proxy", Image: "testenv.invalid/proxyv2:0"}},
 		},
 	}
 	created, err := c.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: FieldManager})
@@ -394,6 +407,9 @@ func (c *Cluster) CreatePodRunningE(ctx context.Context, ns, name string, lbls m
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
 			Name: "app", Image: "testenv.invalid/app:0", Ready: true, Started: ptr(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		}, {
+			Name: "istio-proxy", Image: "testenv.invalid/proxyv2:0", Ready: true, Started: ptr(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		}},
 	}

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"cmp"
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"net"
 	"slices"
 	"strconv"
@@ -263,8 +264,10 @@ type callAcc struct {
 func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 	ev := &Evidence{Source: snap.Source, Window: snap.Window, Series: len(snap.Series), calls: map[string][]Call{}}
 	reg := newRegistry(inv, domain)
-	workloads := make(map[string]bool, len(inv.Workloads))
-	for _, w := range inv.Workloads {
+	// Istio's metrics name a workload as the census does (C1): a CronJob's pods by the CronJob.
+	all := census.Take(inv).All()
+	workloads := make(map[string]bool, len(all))
+	for _, w := range all {
 		workloads[w.Namespace+"/"+w.Name] = true
 	}
 	unknown := map[string]*UnknownWorkload{}
