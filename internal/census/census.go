@@ -182,6 +182,29 @@ func rank(w *Workload, o *mesh.Workload) int {
 // meshscope does not predict (C11).
 func (c *Census) VMs() []*mesh.VMProxy { return c.vms }
 
+// AssumedSentence says which workloads are counted as sidecars only because their Namespace
+// is not in the inventory (C4); "" when there are none.
+func (c *Census) AssumedSentence() string {
+	n := 0
+	var nss []string
+	for _, w := range c.all {
+		if w.Reason == AssumedInjected {
+			n++
+			if !slices.Contains(nss, w.Namespace) {
+				nss = append(nss, w.Namespace)
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	if len(nss) > 3 {
+		nss = append(nss[:3], fmt.Sprintf("and %d more", len(nss)-3))
+	}
+	return fmt.Sprintf("%d workloads are counted as sidecars without knowing it: the inventory lacks their namespaces (%s), "+
+		"whose injection labels decide; add the Namespace manifests.", n, strings.Join(nss, ", "))
+}
+
 // VMSentence says that the VM proxies are not modelled, naming up to three; "" without any.
 func (c *Census) VMSentence() string {
 	if len(c.vms) == 0 {

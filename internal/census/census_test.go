@@ -239,4 +239,11 @@ func TestLeftOutSummary(t *testing.T) {
 	if got := c.Sidecars(""); len(got) != 1 || got[0].Key() != "inj/Deployment/d" {
 		t.Errorf("sidecars %v", got)
 	}
+	if got := c.AssumedSentence(); got != "" {
+		t.Errorf("assumed %q, want none", got)
+	}
+	c = take(t, namespaces, deployment("gone", "a", ""), deployment("gone", "b", ""))
+	if got := c.AssumedSentence(); !strings.HasPrefix(got, "2 workloads are counted as sidecars") || !strings.Contains(got, "(gone)") {
+		t.Errorf("assumed %q", got)
+	}
 }

@@ -9,3 +9,7 @@ var (
 	CodeInjectionAssumed = problem.Define("MS4002", problem.Warning, "census", "Injection Assumed",
 		"The inventory lacks the Namespace of a workload, so whether Istio injects it is not known; it is counted as a sidecar.")
 )
+
+// CodeVMsNotModelled: the inventory holds VM proxies (C11).
+var CodeVMsNotModelled = problem.Define("MS4003", problem.Warning, "census", "VM Proxies Not Modelled",
+	"The inventory holds WorkloadEntries or WorkloadGroups: VM proxies, sidecars whose clusters meshscope does not predict or review.")

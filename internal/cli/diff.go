@@ -401,8 +401,12 @@ func totalsSentence(rows []DiffRow) string {
 	if proxies == [2]int{1, 1} {
 		noun = "proxy"
 	}
-	out := fmt.Sprintf("%d %s (%s %s): %s Envoy clusters before, %s after (%s), summed over their proxies.",
-		len(rows), what, span(proxies, strconv.Itoa), noun, span(before, strconv.Itoa), span(after, strconv.Itoa), span(delta, signed))
+	summed := ""
+	if proxies[1] > 1 {
+		summed = ", summed over their proxies"
+	}
+	out := fmt.Sprintf("%d %s (%s %s): %s Envoy clusters before, %s after (%s)%s.",
+		len(rows), what, span(proxies, strconv.Itoa), noun, span(before, strconv.Itoa), span(after, strconv.Itoa), span(delta, signed), summed)
 	if perNode > 0 {
 		out += fmt.Sprintf(" %s run one proxy per node, which manifests do not count: not in these sums.", plural(perNode, "DaemonSet", "DaemonSets"))
 	}
@@ -415,6 +419,9 @@ func censusSentences(c *census.Census) []string {
 	var out []string
 	if l := c.LeftOut(); l.Total() > 0 {
 		out = append(out, l.String()+", and are not reviewed: Sidecar resources configure sidecars only.")
+	}
+	if a := c.AssumedSentence(); a != "" {
+		out = append(out, a)
 	}
 	if v := c.VMSentence(); v != "" {
 		out = append(out, v)

@@ -54,6 +54,7 @@ type workloadScopeResourceModel struct {
 // before and after the scope (setCompiled builds it).
 var reviewType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"workload":                types.StringType,
+	"proxies":                 types.StringType,
 	"before":                  types.Int64Type,
 	"after":                   types.Int64Type,
 	"added_hosts":             types.ListType{ElemType: types.StringType},
@@ -230,6 +231,7 @@ func (m *workloadScopeResourceModel) setCompiled(res *scope.Result, rv *review.S
 		}
 		e := map[string]attr.Value{
 			"workload":                types.StringValue(w.Key),
+			"proxies":                 types.StringValue(w.Proxy.Replicas.String()),
 			"before":                  types.Int64Value(int64(w.Before)),
 			"after":                   types.Int64Value(int64(w.After)),
 			"added_hosts":             stringsValue(firstN(w.AddedHosts, hostLimit)),

@@ -451,6 +451,7 @@ func (p *meshscopeProvider) DataSources(_ context.Context) []func() datasource.D
 	return []func() datasource.DataSource{
 		NewProxyClustersDataSource,
 		NewObservedDependenciesDataSource,
+		NewWorkloadsDataSource,
 	}
 }
 

@@ -177,15 +177,20 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 			},
 			"review": schema.ListNestedAttribute{
 				MarkdownDescription: "The plan-time review of the change, one element per workload of the inventory that " +
-					"the scope selects, sorted by workload. `before` predicts the workload under the inventory as it " +
+					"the scope selects and that runs sidecars (`meshscope_workloads` lists the others and why), sorted by workload. `before` predicts the workload under the inventory as it " +
 					"is (with the Sidecars the inventory holds), `after` under this scope's Sidecar instead. Empty when " +
 					"no workload of the inventory is selected. Known at plan time.",
 				Computed: true,
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
 						"workload": schema.StringAttribute{
-							MarkdownDescription: "The workload as `namespace/Kind/name`, for example `foo/Deployment/test-app`.",
+							MarkdownDescription: "The workload as `namespace/Kind/name`, as Istio names it, for example `foo/Deployment/test-app`.",
 							Computed:            true,
+						},
+						"proxies": schema.StringAttribute{
+							MarkdownDescription: "How many sidecar proxies (pods) the workload runs, each with these clusters: `2`, " +
+								"a range `2-10` from a HorizontalPodAutoscaler, or `one per node` for a DaemonSet.",
+							Computed: true,
 						},
 						"before": schema.Int64Attribute{
 							MarkdownDescription: "The number of CDS clusters the workload holds under the inventory as it is.",

@@ -264,6 +264,24 @@ resource "meshscope_workload_scope" "x" {
 					stringsExact("drops kubernetes.default.svc.cluster.local, a destination of a VirtualService still in scope")),
 			},
 		},
+		"a scope in a namespace the inventory lacks": {
+			extra: []string{heredoc(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: edge}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: api}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "edge"
+  workload_selector = { app = "api" }
+}`,
+			summary: "Injection Assumed",
+			attr:    "namespace",
+			detail:  `does not hold Namespace "edge".*the 1 workload\(s\) this scope selects are reviewed as sidecars`,
+		},
 		"a scope whose workloads run no sidecar": {
 			extra: []string{heredoc(`apiVersion: apps/v1
 kind: Deployment

@@ -49,6 +49,7 @@ func stringsExact(values ...string) knownvalue.Check {
 func fooReview(after int64, removed, risks knownvalue.Check, removedN int64) knownvalue.Check {
 	return knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
 		"workload":           knownvalue.StringExact("foo/Deployment/test-app"),
+		"proxies":            knownvalue.StringExact("1"),
 		"before":             knownvalue.Int64Exact(19),
 		"after":              knownvalue.Int64Exact(after),
 		"added_hosts":        knownvalue.ListExact([]knownvalue.Check{}),

@@ -2,11 +2,11 @@ package provider
 
 import (
 	"fmt"
-	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
@@ -90,6 +91,12 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 					"only, so this scope cannot narrow it. Narrow workload_selector so that it selects no gateway.",
 					formatSelector(decl.Selector), w.Key(), w.Why))
 		}
+	}
+	if len(s.Assumed) > 0 {
+		diags.AddAttributeWarning(path.Root("namespace"), census.CodeInjectionAssumed.Summary(),
+			fmt.Sprintf("The inventory does not hold Namespace %q, so whether Istio injects its workloads is not known: "+
+				"the %d workload(s) this scope selects are reviewed as sidecars. Add the Namespace's manifest (with its "+
+				"istio-injection or istio.io/rev label) to the provider's manifests.", decl.Namespace, len(s.Assumed)))
 	}
 	if !s.SelectsOnlyNoSidecar() || diags.HasError() {
 		return

@@ -57,6 +57,9 @@ type Scope struct {
 	// NoSidecar are the workloads the scope selects that run no sidecar (census), sorted:
 	// the Sidecar does nothing to them, and a gateway among them is an error.
 	NoSidecar []*census.Workload
+	// Assumed are the selected workloads counted as sidecars because their Namespace is not in
+	// the inventory, so its injection labels are unknown (C4).
+	Assumed []*census.Workload
 	// ExpectedClusters is the CDS cluster count of the selected workloads once the Sidecar
 	// applies: the largest over the workloads it governs, else over those it selects, else
 	// (no selected workload in the inventory) the count of a pod with the selector labels.
@@ -77,8 +80,14 @@ func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.
 	}
 	s := &Scope{Workloads: selected(base, head, decl, own)}
 	for _, w := range r.pred.Census().In(decl.Namespace) {
-		if !w.RunsSidecar() && scope.Selects(decl.Selector, w.Labels) {
+		if !scope.Selects(decl.Selector, w.Labels) {
+			continue
+		}
+		switch {
+		case !w.RunsSidecar():
 			s.NoSidecar = append(s.NoSidecar, w)
+		case w.Reason == census.AssumedInjected:
+			s.Assumed = append(s.Assumed, w)
 		}
 	}
 	s.ExpectedClusters = expectedClusters(head, decl, s.Workloads)

@@ -2,10 +2,10 @@ package scope
 
 import (
 	"fmt"
-	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"sort"
 	"strings"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )

@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"cmp"
-	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"net"
 	"slices"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
