@@ -93,3 +93,45 @@ func TestCensus_EverySurfaceLeavesOutWhatRunsNoSidecar(t *testing.T) {
 		}
 	}
 }
+
+// TestClusters_NamesEnvoyFilterPatches: an EnvoyFilter that patches a proxy's clusters is named
+// by clusters and by diff, never left out in silence (R39).
+func TestClusters_NamesEnvoyFilterPatches(t *testing.T) {
+	const ef = `
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: extra, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: test-app}}
+  configPatches:
+  - applyTo: CLUSTER
+    match: {context: SIDECAR_OUTBOUND}
+    patch: {operation: ADD, value: {name: extra-cluster, type: STRICT_DNS, connect_timeout: 1s}}
+`
+	mesh := fixture.Seed + "\n---\n" + ef
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + "\n---\n" + fixture.SidecarFoo})
+	code, out, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", "foo/test-app", "-o", "names")
+	if code != ExitOK || !strings.Contains(out, "PassthroughCluster") || !strings.Contains(errs, "warning: EnvoyFilters patch this proxy's clusters") ||
+		!strings.Contains(errs, "foo/extra (ADD)") {
+		t.Errorf("clusters: exit %d, stderr %q", code, errs)
+	}
+	if _, _, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", "bar/test-app", "-o", "names"); errs != "" {
+		t.Errorf("bar/test-app is not patched, but: %q", errs)
+	}
+	code, out, errs = run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
+	if code != ExitChanged {
+		t.Fatalf("diff: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Changes []DiffRow `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Changes) != 1 || len(doc.Changes[0].EnvoyFilters) != 1 || doc.Changes[0].EnvoyFilters[0] != "foo/extra (ADD)" {
+		t.Errorf("changes %+v", doc.Changes)
+	}
+	if _, md, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "markdown"); !strings.Contains(md, "EnvoyFilters patch the clusters of 1 of these workloads") {
+		t.Errorf("markdown does not name the EnvoyFilter:\n%s", md)
+	}
+}

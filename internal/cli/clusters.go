@@ -107,6 +107,10 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	res := p.Predict(proxy)
+	if patches := p.ClusterPatches(proxy); len(patches) > 0 {
+		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's clusters, which meshscope does not apply (R39): %s. "+
+			"istiod's list differs from this one by what they add, remove or change.\n", strings.Join(patches, "; "))
+	}
 	switch *out {
 	case "names":
 		for _, n := range res.Names() {

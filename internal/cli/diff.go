@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,6 +162,9 @@ type DiffRow struct {
 	RemovedClusters     []string       `json:"removed_clusters"`
 	RemovedClusterCount int            `json:"removed_cluster_count"`
 	Risks               []predict.Risk `json:"risks"`
+	// EnvoyFilters name the EnvoyFilters whose cluster patches reach the workload, which the
+	// prediction leaves out (R39); absent when none does.
+	EnvoyFilters []string `json:"envoy_filters,omitempty"`
 	// With evidence (--prometheus, --observed): the workload's observed calls the head tree
 	// cuts, capped at the host limit, new ones first; the full count, and how many are new.
 	// Absent without evidence, and when none is cut.
@@ -198,7 +202,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
 		RemovedClusters: capped(rv.RemovedClusters), RemovedClusterCount: len(rv.RemovedClusters),
-		Risks: rv.Risks,
+		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches,
 	}
 	if c.Cut != nil {
 		cuts := cutCalls(c.Cut)
@@ -409,6 +413,21 @@ func totalsSentence(rows []DiffRow) string {
 		len(rows), what, span(proxies, strconv.Itoa), noun, span(before, strconv.Itoa), span(after, strconv.Itoa), span(delta, signed), summed)
 	if perNode > 0 {
 		out += fmt.Sprintf(" %s run one proxy per node, which manifests do not count: not in these sums.", plural(perNode, "DaemonSet", "DaemonSets"))
+	}
+	patched := map[string]bool{}
+	n := 0
+	for _, r := range rows {
+		if len(r.EnvoyFilters) > 0 {
+			n++
+		}
+		for _, f := range r.EnvoyFilters {
+			patched[f] = true
+		}
+	}
+	if n > 0 {
+		names := slices.Sorted(maps.Keys(patched))
+		out += fmt.Sprintf(" EnvoyFilters patch the clusters of %s, which meshscope does not apply (%s): their counts may differ from istiod's by those patches.",
+			plural(n, "of these workloads", "of these workloads"), strings.Join(names, "; "))
 	}
 	return out
 }

@@ -107,6 +107,12 @@ type VirtualService struct {
 	Spec *networking.VirtualService
 }
 
+// EnvoyFilter is an Istio EnvoyFilter.
+type EnvoyFilter struct {
+	Meta
+	Spec *networking.EnvoyFilter
+}
+
 // Sidecar is an Istio Sidecar.
 type Sidecar struct {
 	Meta
@@ -152,6 +158,9 @@ type Inventory struct {
 	// VMProxies are the WorkloadEntries and WorkloadGroups: VM proxies, which meshscope does
 	// not predict (C11) but reports.
 	VMProxies []*VMProxy
+	// EnvoyFilters can patch a proxy's clusters, which the predictor does not model (R39): the
+	// surfaces name those that reach a proxy.
+	EnvoyFilters []*EnvoyFilter
 	// Webhooks are the sidecar-injection webhooks of the MutatingWebhookConfigurations read,
 	// by configuration name; none: Istio's default install is assumed.
 	Webhooks map[string][]InjectionWebhook
@@ -169,7 +178,7 @@ type Inventory struct {
 
 // listIndexes holds one listIndex per object list.
 type listIndexes struct {
-	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers, vms *listIndex
+	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers, vms, envoyFilters *listIndex
 }
 
 // New returns an empty inventory with default mesh settings.
@@ -183,7 +192,7 @@ func (inv *Inventory) HasMeshConfig() bool { return inv.meshSet }
 // ObjectCount is the number of objects the inventory holds (the mesh ConfigMap counts as one).
 func (inv *Inventory) ObjectCount() int {
 	n := len(inv.Namespaces) + len(inv.Services) + len(inv.Workloads) + len(inv.ServiceEntries) +
-		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars) + len(inv.Autoscalers) + len(inv.Webhooks) + len(inv.VMProxies)
+		len(inv.DestinationRules) + len(inv.VirtualServices) + len(inv.Sidecars) + len(inv.Autoscalers) + len(inv.Webhooks) + len(inv.VMProxies) + len(inv.EnvoyFilters)
 	if inv.Injector != nil {
 		n++
 	}
@@ -219,6 +228,7 @@ func (inv *Inventory) Clone() *Inventory {
 	out.Sidecars = append([]*Sidecar(nil), inv.Sidecars...)
 	out.Autoscalers = append([]*Autoscaler(nil), inv.Autoscalers...)
 	out.VMProxies = append([]*VMProxy(nil), inv.VMProxies...)
+	out.EnvoyFilters = append([]*EnvoyFilter(nil), inv.EnvoyFilters...)
 	return &out
 }
 

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -167,6 +168,7 @@ type object struct {
 	sidecar         *Sidecar
 	autoscaler      *Autoscaler
 	vm              *Meta
+	envoyFilter     *EnvoyFilter
 	webhooks        *webhookSet
 	injector        *InjectorConfig
 	mesh            *MeshSettings
@@ -199,6 +201,8 @@ func (o object) meta() *Meta {
 		return &o.autoscaler.Meta
 	case o.vm != nil:
 		return o.vm
+	case o.envoyFilter != nil:
+		return &o.envoyFilter.Meta
 	case o.webhooks != nil:
 		return &Meta{Kind: "MutatingWebhookConfiguration", Name: o.webhooks.config}
 	case o.injector != nil:
@@ -269,6 +273,8 @@ func (inv *Inventory) add(o object) {
 		addObject(inv, &inv.Autoscalers, o.autoscaler, &inv.pos.autoscalers)
 	case o.vm != nil:
 		addObject(inv, &inv.VMProxies, &VMProxy{Meta: *o.vm}, &inv.pos.vms)
+	case o.envoyFilter != nil:
+		addObject(inv, &inv.EnvoyFilters, o.envoyFilter, &inv.pos.envoyFilters)
 	case o.webhooks != nil:
 		if inv.Webhooks == nil {
 			inv.Webhooks = map[string][]InjectionWebhook{}
@@ -352,6 +358,12 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 	case "networking.istio.io":
 		switch env.Kind {
 		case "ServiceEntry", "DestinationRule", "VirtualService", "Sidecar":
+		case "EnvoyFilter":
+			var o networkingv1alpha3.EnvoyFilter
+			if err := json.Unmarshal(js, &o); err != nil {
+				return out, docErr(err)
+			}
+			return append(out, object{envoyFilter: &EnvoyFilter{Meta: meta(env.Kind, env.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}}), nil
 		case "WorkloadEntry", "WorkloadGroup":
 			// VM proxies: counted, so that what is not modelled is said (C11).
 			m := meta(env.Kind, env.APIVersion, env.Metadata, src)

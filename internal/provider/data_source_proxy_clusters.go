@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -15,6 +16,7 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
+	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 )
 
 var (
@@ -168,6 +170,11 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	basePr := livePr.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
 
 	res := pr.Predict(proxy)
+	if patches := pr.ClusterPatches(proxy); len(patches) > 0 {
+		resp.Diagnostics.AddAttributeWarning(path.Root("labels"), review.CodeEnvoyFilterNotModelled.Summary(),
+			fmt.Sprintf("EnvoyFilters patch this proxy's clusters: %s. meshscope does not apply EnvoyFilters, so clusters "+
+				"and the counts may differ from istiod's by what they add, remove or change.", strings.Join(patches, "; ")))
+	}
 	baseline := basePr.Predict(proxy)
 	tflog.Debug(ctx, "predicted proxy clusters", map[string]any{
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),

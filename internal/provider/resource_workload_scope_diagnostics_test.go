@@ -282,6 +282,24 @@ resource "meshscope_workload_scope" "x" {
 			attr:    "namespace",
 			detail:  `does not hold Namespace "edge".*the 1 workload\(s\) this scope selects are reviewed as sidecars`,
 		},
+		"an EnvoyFilter patches the clusters of a selected workload": {
+			extra: []string{heredoc(`apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: drop-api, namespace: istio-system}
+spec:
+  configPatches:
+  - applyTo: CLUSTER
+    match: {cluster: {service: kubernetes.default.svc.cluster.local}}
+    patch: {operation: REMOVE}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+}`,
+			summary: "EnvoyFilter Patches Not Modelled",
+			attr:    "workload_selector",
+			detail:  `patch the clusters of "foo/Deployment/test-app": istio-system/drop-api \(REMOVE\)`,
+		},
 		"a scope whose workloads run no sidecar": {
 			extra: []string{heredoc(`apiVersion: apps/v1
 kind: Deployment

@@ -92,6 +92,14 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 					formatSelector(decl.Selector), w.Key(), w.Why))
 		}
 	}
+	for _, w := range s.Workloads {
+		if len(w.ClusterPatches) > 0 {
+			diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeEnvoyFilterNotModelled.Summary(),
+				fmt.Sprintf("EnvoyFilters patch the clusters of %q: %s. meshscope does not apply EnvoyFilters, so its "+
+					"before, after and expected_clusters may differ from istiod's by what they add, remove or change.",
+					w.Key, strings.Join(w.ClusterPatches, "; ")))
+		}
+	}
 	if len(s.Assumed) > 0 {
 		diags.AddAttributeWarning(path.Root("namespace"), census.CodeInjectionAssumed.Summary(),
 			fmt.Sprintf("The inventory does not hold Namespace %q, so whether Istio injects its workloads is not known: "+

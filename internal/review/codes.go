@@ -23,6 +23,8 @@ var (
 		"A tightening the mesh configuration points out as unsafe, of a kind without a code of its own.")
 	CodeSelectsNoSidecar = define("MS3008", problem.Warning, "Scope Selects No Sidecar",
 		"Every workload the scope selects runs no sidecar (not injected, ambient, host network, no replicas...): the Sidecar would configure nothing.")
+	CodeEnvoyFilterNotModelled = define("MS3010", problem.Warning, "EnvoyFilter Patches Not Modelled",
+		"EnvoyFilters patch the clusters of a reviewed workload; meshscope does not apply them, so its counts may differ from istiod's by those patches.")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )

@@ -47,6 +47,9 @@ type Workload struct {
 	Proxy predict.WorkloadProxy
 	// Observed is the workload's check against observed traffic; nil without evidence.
 	Observed *Observed
+	// ClusterPatches name the EnvoyFilters whose cluster patches reach the workload under the
+	// scope, which the prediction leaves out (R39).
+	ClusterPatches []string
 }
 
 // Scope is the review of one scope.
@@ -112,6 +115,7 @@ func selected(base, head *predict.Predictor, decl scope.Declaration, sidecarKey 
 			Key:            rv.Namespace + "/" + rv.Workload,
 			Governed:       sc != nil && sc.Key() == sidecarKey,
 			Proxy:          w,
+			ClusterPatches: head.ClusterPatches(w.Proxy()),
 		})
 	}
 	slices.SortStableFunc(out, func(a, b Workload) int {

@@ -38,6 +38,9 @@ type Change struct {
 	// Replicas is how many proxies the workload runs (in the head tree, when it holds it): the
 	// change applies to each.
 	Replicas census.Replicas
+	// ClusterPatches name the EnvoyFilters whose cluster patches reach the workload in the head
+	// tree (the base tree's when the head lacks it), which the prediction leaves out (R39).
+	ClusterPatches []string
 	// Cut are, with evidence, the workload's observed calls the head tree cuts, new ones first,
 	// then the largest counts; nil without evidence or when none is cut.
 	Cut []CutCall
@@ -80,9 +83,9 @@ func (t *Tree) Each(fn func(Change) error) error {
 		if !rv.Changed() {
 			continue
 		}
-		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas}
+		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas, ClusterPatches: t.base.ClusterPatches(s.first.Proxy())}
 		if s.inHead {
-			c.Replicas = s.head.Replicas
+			c.Replicas, c.ClusterPatches = s.head.Replicas, t.head.ClusterPatches(s.head.Proxy())
 		}
 		if t.ev != nil && s.inHead {
 			c.Cut = t.cuts(s.head, s.inBase)
