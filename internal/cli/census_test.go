@@ -94,8 +94,9 @@ func TestCensus_EverySurfaceLeavesOutWhatRunsNoSidecar(t *testing.T) {
 	}
 }
 
-// TestClusters_NamesEnvoyFilterPatches: an EnvoyFilter that patches a proxy's clusters is named
-// by clusters and by diff, never left out in silence (R39).
+// TestClusters_NamesEnvoyFilterPatches: an EnvoyFilter's cluster ADD is predicted, and a patch
+// meshscope does not apply (a MERGE) is named by clusters and by diff, never left out in
+// silence (R39).
 func TestClusters_NamesEnvoyFilterPatches(t *testing.T) {
 	const ef = `
 apiVersion: networking.istio.io/v1alpha3
@@ -107,16 +108,18 @@ spec:
   - applyTo: CLUSTER
     match: {context: SIDECAR_OUTBOUND}
     patch: {operation: ADD, value: {name: extra-cluster, type: STRICT_DNS, connect_timeout: 1s}}
+  - applyTo: CLUSTER
+    patch: {operation: MERGE, value: {connect_timeout: 2s}}
 `
 	mesh := fixture.Seed + "\n---\n" + ef
 	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + "\n---\n" + fixture.SidecarFoo})
 	code, out, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", "foo/test-app", "-o", "names")
-	if code != ExitOK || !strings.Contains(out, "PassthroughCluster") || !strings.Contains(errs, "warning: EnvoyFilters patch this proxy's clusters") ||
-		!strings.Contains(errs, "foo/extra (ADD)") {
-		t.Errorf("clusters: exit %d, stderr %q", code, errs)
+	if code != ExitOK || !strings.Contains(out, "extra-cluster\n") || !strings.Contains(errs, "warning: EnvoyFilters patch this proxy's clusters") ||
+		!strings.Contains(errs, "foo/extra (MERGE:") || strings.Contains(errs, "ADD") {
+		t.Errorf("clusters: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if _, _, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", "bar/test-app", "-o", "names"); errs != "" {
-		t.Errorf("bar/test-app is not patched, but: %q", errs)
+	if _, out, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", "bar/test-app", "-o", "names"); errs != "" || strings.Contains(out, "extra-cluster") {
+		t.Errorf("bar/test-app is not patched, but: %q %q", out, errs)
 	}
 	code, out, errs = run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
 	if code != ExitChanged {
@@ -128,7 +131,7 @@ spec:
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Changes) != 1 || len(doc.Changes[0].EnvoyFilters) != 1 || doc.Changes[0].EnvoyFilters[0] != "foo/extra (ADD)" {
+	if len(doc.Changes) != 1 || len(doc.Changes[0].EnvoyFilters) != 1 || !strings.HasPrefix(doc.Changes[0].EnvoyFilters[0], "foo/extra (MERGE:") {
 		t.Errorf("changes %+v", doc.Changes)
 	}
 	if _, md, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "markdown"); !strings.Contains(md, "EnvoyFilters patch the clusters of 1 of these workloads") {

@@ -108,7 +108,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	res := p.Predict(proxy)
 	if patches := p.ClusterPatches(proxy); len(patches) > 0 {
-		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's clusters, which meshscope does not apply (R39): %s. "+
+		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's clusters in ways meshscope does not apply (R39): %s. "+
 			"istiod's list differs from this one by what they add, remove or change.\n", strings.Join(patches, "; "))
 	}
 	switch *out {

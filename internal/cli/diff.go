@@ -426,7 +426,7 @@ func totalsSentence(rows []DiffRow) string {
 	}
 	if n > 0 {
 		names := slices.Sorted(maps.Keys(patched))
-		out += fmt.Sprintf(" EnvoyFilters patch the clusters of %s, which meshscope does not apply (%s): their counts may differ from istiod's by those patches.",
+		out += fmt.Sprintf(" EnvoyFilters patch the clusters of %s in ways meshscope does not apply (%s): their counts may differ from istiod's by those patches.",
 			plural(n, "of these workloads", "of these workloads"), strings.Join(names, "; "))
 	}
 	return out

@@ -293,4 +293,3 @@ func cliRunsSidecar(t *testing.T, bin, file, pod string) (bool, string) {
 		return false, ""
 	}
 }
-

@@ -1219,6 +1219,69 @@ spec:
 			proxies: []Proxy{pFoo},
 			want:    map[*Proxy][]string{&pFoo: names(seedOut15, L(in(80), obs(80, "v1", barHost), obs(80, "v3", barHost)), fixed)},
 		},
+		// ---------------- EnvoyFilter cluster patches ----------------
+		{
+			// ADD in the outbound and inbound contexts (ANY counts as outbound only); REMOVE by
+			// name, by service and port in the outbound context, and of the inbound clusters by
+			// port; a patch of another workload, of the gateway context, of another release's
+			// proxies and an EnvoyFilter with targetRefs do nothing to the sidecar.
+			name: "envoyfilter-add-remove", rules: "R39",
+			extra: []string{deployment("foo", "other", map[string]string{"app": "other"}), `apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: patches, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: test-app}}
+  configPatches:
+  - applyTo: CLUSTER
+    match: {context: SIDECAR_OUTBOUND}
+    patch: {operation: ADD, value: {name: extra-out, type: STRICT_DNS, connect_timeout: 1s, load_assignment: {cluster_name: extra-out, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: example.com, port_value: 443}}}}]}]}}}
+  - applyTo: CLUSTER
+    patch: {operation: ADD, value: {name: extra-any, type: STATIC, connect_timeout: 1s}}
+  - applyTo: CLUSTER
+    match: {context: SIDECAR_INBOUND}
+    patch: {operation: ADD, value: {name: extra-in, type: STATIC, connect_timeout: 1s}}
+  - applyTo: CLUSTER
+    match: {context: SIDECAR_OUTBOUND, cluster: {service: kube-dns.kube-system.svc.cluster.local, portNumber: 53}}
+    patch: {operation: REMOVE}
+  - applyTo: CLUSTER
+    match: {cluster: {name: BlackHoleCluster}}
+    patch: {operation: REMOVE}
+  - applyTo: CLUSTER
+    match: {context: SIDECAR_INBOUND, cluster: {portNumber: 80}}
+    patch: {operation: REMOVE}
+  - applyTo: CLUSTER
+    match: {context: GATEWAY}
+    patch: {operation: ADD, value: {name: gateway-only, type: STATIC, connect_timeout: 1s}}
+  - applyTo: CLUSTER
+    match: {proxy: {proxyVersion: '^1\.2[0-9]\..*'}}
+    patch: {operation: ADD, value: {name: old-proxies, type: STATIC, connect_timeout: 1s}}
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: mesh-wide, namespace: istio-system}
+spec:
+  configPatches:
+  - applyTo: CLUSTER
+    match: {context: SIDECAR_OUTBOUND, cluster: {service: metrics-server.kube-system.svc.cluster.local}}
+    patch: {operation: REMOVE}
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: targeted, namespace: foo}
+spec:
+  targetRefs: [{kind: Gateway, group: gateway.networking.k8s.io, name: gw}]
+  configPatches:
+  - applyTo: CLUSTER
+    patch: {operation: ADD, value: {name: targeted, type: STATIC, connect_timeout: 1s}}
+`},
+			proxies: []Proxy{pFoo, pFooOther, pBar},
+			want: map[*Proxy][]string{
+				&pFoo: names(without(seedOut15, ob(53, kubeDNS), ob(443, metrics)), L("extra-out", "extra-any", "extra-in",
+					"PassthroughCluster", "InboundPassthroughCluster")),
+				&pFooOther: names(without(seedOut15, ob(443, metrics)), fixed),
+				&pBar:      names(without(seedOut15, ob(443, metrics)), L(in(80)), fixed),
+			},
+		},
 		// ---------------- ingress listeners / inbound ----------------
 		{
 			name: "ingress-listeners", rules: "R16 R42",

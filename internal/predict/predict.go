@@ -141,8 +141,8 @@ func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 		outbound = ix.sortedOutbound(scope, proxy)
 	}
 	// R37: BlackHoleCluster and PassthroughCluster, whatever the outbound policy; R38:
-	// AllowAnyDynamicDNSCluster for ALLOW_ANY_DYNAMIC_DNS. R39 (EnvoyFilters), R44 (HBONE) and
-	// R45 (credential socket) are not modelled.
+	// AllowAnyDynamicDNSCluster for ALLOW_ANY_DYNAMIC_DNS. R44 (HBONE) and R45 (credential
+	// socket) are not modelled.
 	// rest is kept in the Result, so it is allocated once, at its final size.
 	inbound := ix.inbound(sc, proxy)
 	rest := make([]Cluster, 0, len(inbound)+4)
@@ -160,7 +160,13 @@ func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
 		rest = append(rest, Cluster{Name: "InboundPassthroughClusterIpv4", Type: TypeOriginalDst})
 	}
 	slices.SortStableFunc(rest, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
-	res.outbound, res.rest, res.shared = outbound, rest, scope.labelFree
+	shared := scope.labelFree
+	// R39: the EnvoyFilter cluster patches meshscope models (ADD, REMOVE) make the proxy's list
+	// its own.
+	if o, r, ok := applyClusterPatches(ix.clusterPatches(proxy), outbound, rest); ok {
+		outbound, rest, shared, res.facts = o, r, false, nil
+	}
+	res.outbound, res.rest, res.shared = outbound, rest, shared
 	if merge || !res.shared {
 		res.Clusters = mergeByName(outbound, rest)
 	}

@@ -172,7 +172,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	res := pr.Predict(proxy)
 	if patches := pr.ClusterPatches(proxy); len(patches) > 0 {
 		resp.Diagnostics.AddAttributeWarning(path.Root("labels"), review.CodeEnvoyFilterNotModelled.Summary(),
-			fmt.Sprintf("EnvoyFilters patch this proxy's clusters: %s. meshscope does not apply EnvoyFilters, so clusters "+
+			fmt.Sprintf("EnvoyFilters patch this proxy's clusters in ways meshscope does not apply: %s. Its clusters "+
 				"and the counts may differ from istiod's by what they add, remove or change.", strings.Join(patches, "; ")))
 	}
 	baseline := basePr.Predict(proxy)

@@ -298,7 +298,7 @@ resource "meshscope_workload_scope" "x" {
 }`,
 			summary: "EnvoyFilter Patches Not Modelled",
 			attr:    "workload_selector",
-			detail:  `patch the clusters of "foo/Deployment/test-app": istio-system/drop-api \(REMOVE\)`,
+			detail:  `patch the clusters of "foo/Deployment/test-app" in ways meshscope does not apply: istio-system/drop-api \(REMOVE: a REMOVE by service that can reach inbound clusters`,
 		},
 		"a scope whose workloads run no sidecar": {
 			extra: []string{heredoc(`apiVersion: apps/v1

@@ -95,7 +95,7 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 	for _, w := range s.Workloads {
 		if len(w.ClusterPatches) > 0 {
 			diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeEnvoyFilterNotModelled.Summary(),
-				fmt.Sprintf("EnvoyFilters patch the clusters of %q: %s. meshscope does not apply EnvoyFilters, so its "+
+				fmt.Sprintf("EnvoyFilters patch the clusters of %q in ways meshscope does not apply: %s. Its "+
 					"before, after and expected_clusters may differ from istiod's by what they add, remove or change.",
 					w.Key, strings.Join(w.ClusterPatches, "; ")))
 		}

@@ -24,7 +24,7 @@ var (
 	CodeSelectsNoSidecar = define("MS3008", problem.Warning, "Scope Selects No Sidecar",
 		"Every workload the scope selects runs no sidecar (not injected, ambient, host network, no replicas...): the Sidecar would configure nothing.")
 	CodeEnvoyFilterNotModelled = define("MS3010", problem.Warning, "EnvoyFilter Patches Not Modelled",
-		"EnvoyFilters patch the clusters of a reviewed workload; meshscope does not apply them, so its counts may differ from istiod's by those patches.")
+		"EnvoyFilters patch the clusters of a reviewed workload in ways meshscope does not apply (MERGE, undecidable proxy matches), so its counts may differ from istiod's by those patches; CLUSTER ADD and REMOVE are applied.")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )
