@@ -138,3 +138,39 @@ spec:
 		t.Errorf("markdown does not name the EnvoyFilter:\n%s", md)
 	}
 }
+
+// TestDiff_WorkloadsThatStartOrStopRunningASidecar: a head tree that labels a namespace for
+// injection gives its workloads proxies with every cluster (before 0); one that drops the label
+// takes them away (after 0), as a risk.
+func TestDiff_WorkloadsThatStartOrStopRunningASidecar(t *testing.T) {
+	base := fixture.Seed + "\n---\n" + fixture.Census
+	head := strings.Replace(base, "metadata: {name: plain}", "metadata: {name: plain, labels: {istio-injection: enabled}}", 1)
+	head = strings.Replace(head, "  name: bar\n  labels:\n    istio-injection: enabled\n", "  name: bar\n", 1)
+	if head == base || strings.Count(head, "istio-injection: enabled") != strings.Count(base, "istio-injection: enabled") {
+		t.Fatal("the fixture changed: the head tree does not relabel plain and bar")
+	}
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": base, "head/mesh.yaml": head})
+	code, out, errs := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
+	if code != ExitChanged {
+		t.Fatalf("diff: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Changes []DiffRow `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]DiffRow{}
+	for _, r := range doc.Changes {
+		rows[r.Namespace+"/"+r.Workload] = r
+	}
+	starts, stops := rows["plain/Deployment/web"], rows["bar/Deployment/test-app"]
+	if len(rows) != 2 || starts.Before != 0 || starts.After == 0 || !strings.HasPrefix(starts.Sidecar, "starts running a sidecar") ||
+		stops.After != 0 || stops.Before == 0 || !strings.HasPrefix(stops.Sidecar, "stops running a sidecar: no injection webhook selects") ||
+		len(stops.Risks) != 1 || stops.Risks[0].Kind != "sidecar_stops" {
+		t.Errorf("rows %+v", rows)
+	}
+	if _, table, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head"); !strings.Contains(table, "Counted from or to no cluster: bar/Deployment/test-app stops running a sidecar") {
+		t.Errorf("table:\n%s", table)
+	}
+}

@@ -165,6 +165,9 @@ type DiffRow struct {
 	// EnvoyFilters name the EnvoyFilters whose cluster patches reach the workload, which the
 	// prediction leaves out (R39); absent when none does.
 	EnvoyFilters []string `json:"envoy_filters,omitempty"`
+	// Sidecar is set when the workload runs a sidecar in one tree only: it then gains (before 0)
+	// or loses (after 0) every cluster, and this says why.
+	Sidecar string `json:"sidecar_change,omitempty"`
 	// With evidence (--prometheus, --observed): the workload's observed calls the head tree
 	// cuts, capped at the host limit, new ones first; the full count, and how many are new.
 	// Absent without evidence, and when none is cut.
@@ -202,7 +205,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
 		RemovedClusters: capped(rv.RemovedClusters), RemovedClusterCount: len(rv.RemovedClusters),
-		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches,
+		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, Sidecar: c.Sidecar,
 	}
 	if c.Cut != nil {
 		cuts := cutCalls(c.Cut)
@@ -424,12 +427,39 @@ func totalsSentence(rows []DiffRow) string {
 			patched[f] = true
 		}
 	}
+	var changes []string
+	for _, r := range rows {
+		if r.Sidecar != "" {
+			if len(changes) == sidecarChangesListed {
+				changes = append(changes, fmt.Sprintf("and %d more", countSidecarChanges(rows)-len(changes)))
+				break
+			}
+			changes = append(changes, r.Namespace+"/"+r.Workload+" "+r.Sidecar)
+		}
+	}
+	if len(changes) > 0 {
+		out += " Counted from or to no cluster: " + strings.Join(changes, "; ") + "."
+	}
 	if n > 0 {
 		names := slices.Sorted(maps.Keys(patched))
 		out += fmt.Sprintf(" EnvoyFilters patch the clusters of %s in ways meshscope does not apply (%s): their counts may differ from istiod's by those patches.",
 			plural(n, "of these workloads", "of these workloads"), strings.Join(names, "; "))
 	}
 	return out
+}
+
+// sidecarChangesListed is how many workloads that start or stop running a sidecar the totals
+// sentence names.
+const sidecarChangesListed = 10
+
+func countSidecarChanges(rows []DiffRow) int {
+	n := 0
+	for _, r := range rows {
+		if r.Sidecar != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // censusSentences say which workloads of the head tree run no sidecar, and so are not reviewed,

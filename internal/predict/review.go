@@ -305,6 +305,19 @@ func (rv *Reviewer) Review(w WorkloadProxy) WorkloadReview {
 	return review(rv.base, rv.head, w, &rv.memo)
 }
 
+// ReviewOneSide reviews a workload that runs a sidecar on one side only: in head only
+// (starts), it had no cluster before; in base only, it has none after. Its proxies gain or lose
+// every cluster.
+func (rv *Reviewer) ReviewOneSide(w WorkloadProxy, starts bool) WorkloadReview {
+	var before, after *Result
+	if starts {
+		after = rv.head.Predict(w.Proxy())
+	} else {
+		before = rv.base.Predict(w.Proxy())
+	}
+	return WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: compareLists(before, after), Risks: []Risk{}}
+}
+
 func review(base, head *Predictor, w WorkloadProxy, memo *outboundMemo) WorkloadReview {
 	// Shared outbound lists are compared through the memo, so they need no merged list.
 	merge := memo == nil

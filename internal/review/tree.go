@@ -41,6 +41,9 @@ type Change struct {
 	// ClusterPatches name the EnvoyFilters whose cluster patches reach the workload in the head
 	// tree (the base tree's when the head lacks it), which the prediction leaves out (R39).
 	ClusterPatches []string
+	// Sidecar is set when the workload runs a sidecar on one side only: it says which, and why
+	// the other side runs none. Its proxies then gain or lose every cluster.
+	Sidecar string
 	// Cut are, with evidence, the workload's observed calls the head tree cuts, new ones first,
 	// then the largest counts; nil without evidence or when none is cut.
 	Cut []CutCall
@@ -79,11 +82,33 @@ func (t *Tree) Each(fn func(Change) error) error {
 	reviewer := predict.NewReviewer(t.base, t.head)
 	for _, k := range keys {
 		s := seen[k]
-		rv := reviewer.Review(s.first)
+		// A workload that runs a sidecar on one side only, and is on the other side a workload
+		// that runs none, gains or loses its proxies with all their clusters.
+		var oneSide *census.Workload
+		switch {
+		case s.inBase && !s.inHead:
+			oneSide = t.head.Census().Lookup(k.ns, k.name)
+		case s.inHead && !s.inBase:
+			oneSide = t.base.Census().Lookup(k.ns, k.name)
+		}
+		if oneSide != nil && (oneSide.Kind != k.kind || oneSide.RunsSidecar()) {
+			oneSide = nil
+		}
+		var rv predict.WorkloadReview
+		var sidecar string
+		switch {
+		case oneSide != nil && s.inHead:
+			rv, sidecar = reviewer.ReviewOneSide(s.head, true), "starts running a sidecar; before: "+oneSide.Why
+		case oneSide != nil:
+			rv, sidecar = reviewer.ReviewOneSide(s.first, false), "stops running a sidecar: "+oneSide.Why
+			rv.Risks = append(rv.Risks, predict.Risk{Kind: RiskSidecarStops, Message: sidecar})
+		default:
+			rv = reviewer.Review(s.first)
+		}
 		if !rv.Changed() {
 			continue
 		}
-		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas, ClusterPatches: t.base.ClusterPatches(s.first.Proxy())}
+		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas, ClusterPatches: t.base.ClusterPatches(s.first.Proxy()), Sidecar: sidecar}
 		if s.inHead {
 			c.Replicas, c.ClusterPatches = s.head.Replicas, t.head.ClusterPatches(s.head.Proxy())
 		}
@@ -120,6 +145,10 @@ func (t *Tree) EachUnchangedCut(changed func(key string) bool, fn func(Change) e
 	}
 	return nil
 }
+
+// RiskSidecarStops is the risk of a workload that stops running a sidecar: its traffic leaves
+// the mesh (no mTLS, no policy, no telemetry).
+const RiskSidecarStops = "sidecar_stops"
 
 // Census is the head tree's census: which of its workloads run sidecars, and why the others
 // run none.
