@@ -1,6 +1,6 @@
 // Package census decides, as Istio does, which workloads of an inventory run an Istio proxy,
 // of which kind, and how many proxies each has; and names each workload as Istio names it in
-// its metrics (the `WORKLOAD_NAME` of its proxies). The rules are RULES.md's C1 to C11, each
+// its metrics (the `WORKLOAD_NAME` of its proxies). The rules are RULES.md's C1 to C12, each
 // with the Istio source it follows. It imports nothing from Terraform.
 package census
 
@@ -94,7 +94,11 @@ type Workload struct {
 	// Rule is the RULES.md rule that decided.
 	Rule     string
 	Replicas Replicas
-	asMesh   *mesh.Workload
+	// Revision is the istiod revision that injects (or injected) its sidecars, "" when not
+	// known; Version is that revision's Istio release ("1.30"), "" when the inventory does not
+	// say (C12).
+	Revision, Version string
+	asMesh            *mesh.Workload
 }
 
 // Mesh is the workload as one inventory object: its own object (or the first folded in) under
@@ -123,13 +127,14 @@ type Census struct {
 	all  []*Workload
 	byNS map[string][]*Workload
 	// byName finds a workload by its Istio name or by the name of any object folded into it.
-	byName map[[2]string]*Workload
-	vms    []*mesh.VMProxy
+	byName    map[[2]string]*Workload
+	vms       []*mesh.VMProxy
+	revisions map[string]Revision
 }
 
 // Take reads the inventory's workloads.
 func Take(inv *mesh.Inventory) *Census {
-	c := &Census{byNS: map[string][]*Workload{}, byName: map[[2]string]*Workload{}, vms: inv.VMProxies}
+	c := &Census{byNS: map[string][]*Workload{}, byName: map[[2]string]*Workload{}, vms: inv.VMProxies, revisions: revisionsOf(inv)}
 	type key struct{ ns, kind, name string }
 	groups := map[key]*Workload{}
 	for _, o := range inv.Workloads {
@@ -148,6 +153,9 @@ func Take(inv *mesh.Inventory) *Census {
 		slices.SortStableFunc(w.Objects, func(a, b *mesh.Workload) int { return rank(w, a) - rank(w, b) })
 		w.Labels = w.Objects[0].PodLabels
 		d.decide(w)
+		if w.RunsSidecar() {
+			w.Version = c.revisions[w.Revision].Version
+		}
 		c.byNS[w.Namespace] = append(c.byNS[w.Namespace], w)
 		for _, o := range w.Objects {
 			c.byName[[2]string{o.Namespace, o.Name}] = w
@@ -368,5 +376,8 @@ func Pod(inv *mesh.Inventory, namespace string, labels map[string]string) *Workl
 	o := &mesh.Workload{Meta: mesh.Meta{Kind: "Pod", Namespace: namespace}, PodLabels: labels}
 	w := &Workload{Namespace: namespace, Kind: "Pod", Labels: labels, Objects: []*mesh.Workload{o}}
 	newDecider(inv).decide(w)
+	if w.RunsSidecar() {
+		w.Version = revisionsOf(inv)[w.Revision].Version
+	}
 	return w
 }

@@ -247,3 +247,50 @@ func TestLeftOutSummary(t *testing.T) {
 		t.Errorf("assumed %q", got)
 	}
 }
+
+const istiods = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: istiod, namespace: istio-system, labels: {app: istiod}}
+spec:
+  selector: {matchLabels: {app: istiod}}
+  template: {metadata: {labels: {app: istiod}}, spec: {containers: [{name: discovery, image: "docker.io/istio/pilot:1.31.0"}]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: istiod-canary, namespace: istio-system, labels: {app: istiod, istio.io/rev: canary}}
+spec:
+  selector: {matchLabels: {app: istiod, istio.io/rev: canary}}
+  template: {metadata: {labels: {app: istiod, istio.io/rev: canary}}, spec: {containers: [{name: discovery, image: "gcr.io/istio-release/pilot:1.30.2-distroless"}]}}
+`
+
+// TestRevisions: a sidecar's revision is the one whose webhook injects it, or the one its Pod's
+// sidecar.istio.io/status names; its release is that revision's istiod image tag (C12).
+func TestRevisions(t *testing.T) {
+	pod := `apiVersion: v1
+kind: Pod
+metadata:
+  name: old-1
+  namespace: inj
+  labels: {app: old}
+  annotations: {sidecar.istio.io/status: '{"initContainers":["istio-init"],"containers":["istio-proxy"],"revision":"canary"}'}
+spec: {containers: [{name: app, image: app}, {name: istio-proxy, image: proxyv2}]}
+status: {phase: Running}`
+	c := take(t, namespaces, istiods, deployment("inj", "web", ""), deployment("canary", "web", ""), pod)
+	for _, tc := range []struct{ ns, name, rev, version string }{
+		{"inj", "web", "default", "1.31"},
+		{"canary", "web", "canary", "1.30"},
+		{"inj", "old-1", "canary", "1.30"},
+	} {
+		w := c.Lookup(tc.ns, tc.name)
+		if w == nil || !w.RunsSidecar() || w.Revision != tc.rev || w.Version != tc.version {
+			t.Errorf("%s/%s: %+v; want revision %s at %s", tc.ns, tc.name, w, tc.rev, tc.version)
+		}
+	}
+	if got := c.Versions(); len(got) != 2 || got[0] != "1.30" || got[1] != "1.31" {
+		t.Errorf("versions %v", got)
+	}
+	if w := c.Lookup("plain", "web"); w != nil && (w.Revision != "" || w.Version != "") {
+		t.Errorf("a workload without a sidecar has revision %q at %q", w.Revision, w.Version)
+	}
+}

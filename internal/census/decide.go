@@ -31,8 +31,8 @@ var IgnoredNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"
 
 // webhook is an injection webhook with parsed selectors.
 type webhook struct {
-	name    string
-	ns, obj labels.Selector
+	name, revision string
+	ns, obj        labels.Selector
 }
 
 // DefaultWebhooks are the injection webhooks Istio's istio-discovery chart
@@ -60,19 +60,19 @@ func DefaultWebhooks(revision string) []mesh.InjectionWebhook {
 		config += "-" + revision
 	}
 	out := []mesh.InjectionWebhook{
-		{Name: "rev.namespace.sidecar-injector.istio.io", Configuration: config,
+		{Name: "rev.namespace.sidecar-injector.istio.io", Configuration: config, Revision: rev,
 			NamespaceSelector: sel(in(RevisionLabel, rev), absent(InjectionLabel)),
 			ObjectSelector:    sel(notIn(SidecarInject, "false"))},
-		{Name: "rev.object.sidecar-injector.istio.io", Configuration: config,
+		{Name: "rev.object.sidecar-injector.istio.io", Configuration: config, Revision: rev,
 			NamespaceSelector: sel(absent(RevisionLabel), absent(InjectionLabel)),
 			ObjectSelector:    sel(notIn(SidecarInject, "false"), in(RevisionLabel, rev))},
 	}
 	if revision == "" {
 		out = append(out,
-			mesh.InjectionWebhook{Name: "namespace.sidecar-injector.istio.io", Configuration: config,
+			mesh.InjectionWebhook{Name: "namespace.sidecar-injector.istio.io", Configuration: config, Revision: rev,
 				NamespaceSelector: sel(in(InjectionLabel, "enabled")),
 				ObjectSelector:    sel(notIn(SidecarInject, "false"))},
-			mesh.InjectionWebhook{Name: "object.sidecar-injector.istio.io", Configuration: config,
+			mesh.InjectionWebhook{Name: "object.sidecar-injector.istio.io", Configuration: config, Revision: rev,
 				NamespaceSelector: sel(absent(InjectionLabel), absent(RevisionLabel)),
 				ObjectSelector:    sel(in(SidecarInject, "true"), absent(RevisionLabel))})
 	}
@@ -88,6 +88,8 @@ type decider struct {
 	never    []labels.Selector
 	always   []labels.Selector
 	scalers  map[[3]string]*mesh.Autoscaler
+	// revision is the revision of the webhook the last injected decision went through.
+	revision string
 }
 
 func newDecider(inv *mesh.Inventory) *decider {
@@ -116,7 +118,8 @@ func newDecider(inv *mesh.Inventory) *decider {
 		}
 	}
 	for _, h := range hooks {
-		d.webhooks = append(d.webhooks, webhook{name: h.Configuration + "/" + h.Name, ns: selector(h.NamespaceSelector), obj: selector(h.ObjectSelector)})
+		d.webhooks = append(d.webhooks, webhook{name: h.Configuration + "/" + h.Name, revision: h.Revision,
+			ns: selector(h.NamespaceSelector), obj: selector(h.ObjectSelector)})
 	}
 	if inv.Injector != nil {
 		d.injector = *inv.Injector
@@ -163,6 +166,17 @@ func revisions(inv *mesh.Inventory) []string {
 
 func (d *decider) decide(w *Workload) {
 	tpl := w.Objects[0]
+	d.revision = ""
+	defer func() {
+		// C12: the revision that injected it, as its proxy says, else the webhook's.
+		w.Revision = d.revision
+		for _, o := range w.Objects {
+			if r := injectedRevision(o); r != "" {
+				w.Revision = r
+				break
+			}
+		}
+	}()
 	w.Replicas = d.replicas(w, tpl)
 	if pods := observedPods(w); len(pods) > 0 {
 		d.fromPods(w, tpl, pods)
@@ -286,7 +300,7 @@ func (d *decider) injected(ns string, nsObj *mesh.Namespace, o *mesh.Workload) (
 		var by string
 		for _, h := range d.webhooks {
 			if h.ns.Matches(nsLabels) && h.obj.Matches(podLabels) {
-				by = h.name
+				by, d.revision = h.name, h.revision
 				break
 			}
 		}

@@ -174,3 +174,46 @@ func TestDiff_WorkloadsThatStartOrStopRunningASidecar(t *testing.T) {
 		t.Errorf("table:\n%s", table)
 	}
 }
+
+// TestClusters_PredictsWithTheRevisionsRelease: a proxy of a revision whose istiod runs Istio
+// 1.22 is predicted with 1.22's rules (InboundPassthroughClusterIpv4, R43), and says so; the
+// default revision's with 1.31's; diff says which release each revision is predicted with.
+func TestClusters_PredictsWithTheRevisionsRelease(t *testing.T) {
+	const extra = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: istiod-old, namespace: istio-system, labels: {app: istiod, istio.io/rev: old}}
+spec:
+  selector: {matchLabels: {app: istiod, istio.io/rev: old}}
+  template: {metadata: {labels: {app: istiod, istio.io/rev: old}}, spec: {containers: [{name: discovery, image: "docker.io/istio/pilot:1.22.3"}]}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: legacy, labels: {istio.io/rev: old}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: legacy}
+spec:
+  selector: {matchLabels: {app: legacy}}
+  template: {metadata: {labels: {app: legacy}}, spec: {containers: [{name: app, image: app}]}}
+`
+	dir := fixture.Dir(t, map[string]string{"mesh.yaml": fixture.Seed + "\n---\n" + extra})
+	code, out, errs := run(t, "", "clusters", "-f", dir, "--pod", "legacy/app", "-o", "names")
+	if code != ExitOK || !strings.Contains(out, "InboundPassthroughClusterIpv4\n") || !strings.Contains(errs, "note: predicted with Istio 1.22 rules") {
+		t.Errorf("legacy/app: exit %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = run(t, "", "clusters", "-f", dir, "--namespace", "legacy", "--labels", "app=legacy", "-o", "names")
+	if code != ExitOK || !strings.Contains(out, "InboundPassthroughClusterIpv4\n") {
+		t.Errorf("--namespace legacy: exit %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = run(t, "", "clusters", "-f", dir, "--pod", "foo/test-app", "-o", "names")
+	if code != ExitOK || !strings.Contains(out, "InboundPassthroughCluster\n") || errs != "" {
+		t.Errorf("foo/test-app: exit %d, %q, %q", code, out, errs)
+	}
+	head := fixture.Dir(t, map[string]string{"mesh.yaml": fixture.Seed + "\n---\n" + extra + "\n---\n" + fixture.SidecarFoo})
+	_, md, _ := run(t, "", "diff", "--base", dir, "--head", head, "-o", "markdown")
+	if !strings.Contains(md, "istiod revision old runs Istio 1.22 (docker.io/istio/pilot:1.22.3): its proxies are predicted with 1.22 rules.") {
+		t.Errorf("diff does not say which release: %s", md)
+	}
+}

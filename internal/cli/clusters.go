@@ -67,7 +67,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "error: %s runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", w.Key(), w.Why, w.Reason)
 			return ExitError
 		}
-		proxy = predict.Proxy{Namespace: pns, Labels: w.Labels}
+		proxy = predict.Proxy{Namespace: pns, Labels: w.Labels, Version: w.Version}
 	} else {
 		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
 			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
@@ -94,10 +94,12 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		proxy.Labels = l
-		if w := census.Pod(inv, *ns, l); !w.RunsSidecar() {
+		w := census.Pod(inv, *ns, l)
+		if !w.RunsSidecar() {
 			fmt.Fprintf(stderr, "error: a pod in namespace %s with these labels runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", *ns, w.Why, w.Reason)
 			return ExitError
 		}
+		proxy.Version = w.Version
 	}
 	indexStart := time.Now()
 	p, err := predict.New(inv, pf.options())
@@ -107,6 +109,11 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	res := p.Predict(proxy)
+	if proxy.Version != "" && p.VersionFor(proxy) != p.Version() {
+		fmt.Fprintf(stderr, "note: predicted with Istio %s rules, the release of the istiod revision that injects this proxy (C12)\n", p.VersionFor(proxy))
+	} else if proxy.Version != "" && proxy.Version != p.Version() {
+		fmt.Fprintf(stderr, "warning: the istiod revision that injects this proxy runs Istio %s, whose rules meshscope does not model: predicted with %s rules\n", proxy.Version, p.Version())
+	}
 	if patches := p.ClusterPatches(proxy); len(patches) > 0 {
 		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's clusters in ways meshscope does not apply (R39): %s. "+
 			"istiod's list differs from this one by what they add, remove or change.\n", strings.Join(patches, "; "))

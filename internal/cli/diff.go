@@ -110,7 +110,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if *full {
 				limit = 0
 			}
-			writeDiffMarkdown(stdout, rows, limit, obs, tree.Census())
+			writeDiffMarkdown(stdout, rows, limit, obs, censusSentences(tree), tree.VersionNotes())
 		}
 	default:
 		var rows []DiffRow
@@ -118,7 +118,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		rows, obs, err = collectDiff(tree, *hostLimit, ev)
 		changed = len(rows)
 		if err == nil {
-			writeDiffTable(stdout, rows, obs, tree.Census())
+			writeDiffTable(stdout, rows, obs, censusSentences(tree), tree.VersionNotes())
 		}
 	}
 	if err != nil {
@@ -281,7 +281,9 @@ func writeDiffJSON(w io.Writer, tree *review.Tree, limit int, ev *traffic.Eviden
 		end = "\n  ]"
 	}
 	_, _ = bw.WriteString(end)
-	cs, err := json.MarshalIndent(censusOf(tree.Census(), limit), "  ", "  ")
+	cj := censusOf(tree.Census(), limit)
+	cj.Versions = tree.VersionNotes()
+	cs, err := json.MarshalIndent(cj, "  ", "  ")
 	if err != nil {
 		return n, err
 	}
@@ -317,6 +319,8 @@ type CensusJSON struct {
 	// VMProxiesNotModelled counts the WorkloadEntries and WorkloadGroups: VM proxies, sidecars
 	// that meshscope does not predict.
 	VMProxiesNotModelled int `json:"vm_proxies_not_modelled"`
+	// Versions say which Istio release the proxies are predicted with, per istiod revision.
+	Versions []string `json:"versions"`
 }
 
 // NoSidecarRow is a workload of the head tree that runs no sidecar.
@@ -463,8 +467,9 @@ func countSidecarChanges(rows []DiffRow) int {
 }
 
 // censusSentences say which workloads of the head tree run no sidecar, and so are not reviewed,
-// and which proxies meshscope does not model; none when every workload runs a sidecar.
-func censusSentences(c *census.Census) []string {
+// which proxies meshscope does not model, and which Istio release the proxies are predicted with.
+func censusSentences(tree *review.Tree) []string {
+	c := tree.Census()
 	var out []string
 	if l := c.LeftOut(); l.Total() > 0 {
 		out = append(out, l.String()+", and are not reviewed: Sidecar resources configure sidecars only.")
@@ -504,7 +509,9 @@ func signed(n int) string {
 	return strconv.Itoa(n)
 }
 
-func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, c *census.Census) {
+// writeDiffTable writes the table; notes are the census's sentences, versions which Istio
+// release the changed proxies are predicted with (shown when some change).
+func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, notes, versions []string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "No proxy's cluster list changes.")
 	} else {
@@ -528,8 +535,9 @@ func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, c *census.
 		}
 		_ = tw.Flush()
 		fmt.Fprintf(w, "\n%s\n", totalsSentence(rows))
+		notes = append(notes, versions...)
 	}
-	for _, l := range censusSentences(c) {
+	for _, l := range notes {
 		fmt.Fprintf(w, "\n%s\n", l)
 	}
 	if obs == nil {
@@ -579,12 +587,12 @@ func (o *observedReview) summary(rows []DiffRow) string {
 // characters: a summary, then the largest changes (by |delta|) that fit, then how many workloads
 // are left out; the observed calls this change cuts and the risky tightenings come first, as
 // they need a reviewer most.
-func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview, c *census.Census) {
+func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedReview, notes, versions []string) {
 	var b strings.Builder
 	b.WriteString("### meshscope: predicted Envoy cluster changes\n\n")
 	if len(rows) == 0 {
 		b.WriteString("No proxy's cluster list changes.\n")
-		for _, l := range censusSentences(c) {
+		for _, l := range notes {
 			b.WriteString("\n" + l + "\n")
 		}
 		if obs != nil {
@@ -601,7 +609,7 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedRevi
 		}
 	}
 	b.WriteString(totalsSentence(rows) + "\n\n")
-	for _, l := range censusSentences(c) {
+	for _, l := range append(notes, versions...) {
 		b.WriteString(l + "\n\n")
 	}
 	if obs != nil {

@@ -51,7 +51,11 @@ type InjectionWebhook struct {
 	// Name is the webhook's name ("namespace.sidecar-injector.istio.io").
 	Name string
 	// Configuration is the name of the MutatingWebhookConfiguration that holds it.
-	Configuration     string
+	Configuration string
+	// Revision is the istiod revision that injects through it: the configuration's istio.io/rev
+	// label, as the charts set it ("default" for the default revision; a tag's points at its
+	// revision).
+	Revision          string
 	NamespaceSelector *metav1.LabelSelector
 	ObjectSelector    *metav1.LabelSelector
 }
@@ -90,7 +94,8 @@ func decodeWebhooks(js []byte, src string) (object, bool, error) {
 				return object{}, false, fmt.Errorf("webhook %s: %w", w.Name, err)
 			}
 		}
-		out = append(out, InjectionWebhook{Name: w.Name, Configuration: o.Name, NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector})
+		out = append(out, InjectionWebhook{Name: w.Name, Configuration: o.Name, Revision: o.Labels["istio.io/rev"],
+			NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector})
 	}
 	if len(out) == 0 {
 		return object{}, false, nil
@@ -176,3 +181,16 @@ func controllerOf(om metav1.ObjectMeta) *OwnerRef {
 
 // VMProxy is a WorkloadEntry or WorkloadGroup: a VM proxy, of which only the metadata is read.
 type VMProxy struct{ Meta }
+
+// mainImage is the image of the container named "discovery" (istiod's), else of the first.
+func mainImage(spec corev1.PodSpec) string {
+	for _, c := range spec.Containers {
+		if c.Name == "discovery" {
+			return c.Image
+		}
+	}
+	if len(spec.Containers) > 0 {
+		return spec.Containers[0].Image
+	}
+	return ""
+}

@@ -74,6 +74,9 @@ type Workload struct {
 	Owner *OwnerRef
 	// GenerateName is metadata.generateName (of a Pod).
 	GenerateName string
+	// Image is the image of the first container named "discovery", else of the first
+	// container (an istiod Deployment's says its Istio release).
+	Image string
 	// Phase is a Pod's status.phase: set when the Pod was read from a cluster (or a dump of
 	// one), so that its containers are what runs.
 	Phase string

@@ -631,6 +631,7 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, PodAnnotations: tpl.Annotations,
 			Ports: containerPorts(tpl.Spec), Replicas: replicas, HostNetwork: tpl.Spec.HostNetwork, Owner: controllerOf(om)}
 		w.Proxy, w.Router = proxyContainer(tpl.Spec)
+		w.Image = mainImage(tpl.Spec)
 		return object{workload: w}, true, nil
 	}
 }

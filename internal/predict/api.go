@@ -23,6 +23,9 @@ type Options struct {
 type Proxy struct {
 	Namespace string
 	Labels    map[string]string
+	// Version is the Istio release of the revision that injected the proxy ("1.30"), when the
+	// inventory says (census, C12); "" predicts with the Predictor's release.
+	Version string
 }
 
 // Directions and discovery types, as istioctl prints them.

@@ -225,7 +225,7 @@ func applyClusterPatches(patches []clusterPatch, outbound, rest []Cluster) (o, r
 // proxy's prediction leaves them out. The ADD and REMOVE patches it applies are not named.
 func (p *Predictor) ClusterPatches(proxy Proxy) []string {
 	var out []string
-	for _, cp := range p.ix.clusterPatches(proxy) {
+	for _, cp := range p.forProxy(proxy).ix.clusterPatches(proxy) {
 		if cp.why == "" {
 			continue
 		}

@@ -33,6 +33,8 @@ type Predictor struct {
 	kept         []*sidecarScope
 	keptClusters int
 	budget       int
+	// siblings predict the proxies of revisions at other Istio releases (C12), by "major.minor".
+	siblings map[string]*Predictor
 }
 
 // sortedBudget bounds the outbound clusters a Predictor keeps sorted for
@@ -54,10 +56,14 @@ type WorkloadProxy struct {
 	Kind     string
 	Labels   map[string]string
 	Replicas census.Replicas
+	// Version is the Istio release of the revision that injects it, "" when not known.
+	Version string
 }
 
 // Proxy returns the proxy identity of the workload.
-func (w WorkloadProxy) Proxy() Proxy { return Proxy{Namespace: w.Namespace, Labels: w.Labels} }
+func (w WorkloadProxy) Proxy() Proxy {
+	return Proxy{Namespace: w.Namespace, Labels: w.Labels, Version: w.Version}
+}
 
 // New indexes the inventory.
 func New(inv *mesh.Inventory, opts Options) (*Predictor, error) {
@@ -69,7 +75,34 @@ func New(inv *mesh.Inventory, opts Options) (*Predictor, error) {
 	if domain == "" {
 		domain = mesh.DefaultDomainSuffix
 	}
-	return &Predictor{ix: buildIndex(inv, ver, domain), scopes: map[scopeKey]*sidecarScope{}, budget: sortedBudget}, nil
+	p := &Predictor{ix: buildIndex(inv, ver, domain), scopes: map[scopeKey]*sidecarScope{}, budget: sortedBudget}
+	// C12: the proxies of a revision at another release are predicted with its rules.
+	for _, v := range p.ix.census.Versions() {
+		sv, err := istioconfig.ParseVersion(v)
+		if err != nil || sv == ver || !sv.Modelled() || sv.Less(istioconfig.Oldest) {
+			continue
+		}
+		if p.siblings == nil {
+			p.siblings = map[string]*Predictor{}
+		}
+		p.siblings[v] = &Predictor{ix: buildIndex(inv, sv, domain), scopes: map[scopeKey]*sidecarScope{}, budget: sortedBudget}
+	}
+	return p, nil
+}
+
+// Version is the Istio release the Predictor predicts with, for proxies of no other known release.
+func (p *Predictor) Version() string { return p.ix.ver.String() }
+
+// VersionFor is the Istio release a proxy is predicted with: its revision's when that is one the
+// Predictor models, else the Predictor's.
+func (p *Predictor) VersionFor(proxy Proxy) string { return p.forProxy(proxy).ix.ver.String() }
+
+// forProxy is the Predictor for a proxy's release.
+func (p *Predictor) forProxy(proxy Proxy) *Predictor {
+	if s := p.siblings[proxy.Version]; s != nil {
+		return s
+	}
+	return p
 }
 
 // WithSidecars returns a Predictor for the inventory with the given Sidecars
@@ -96,7 +129,14 @@ func (p *Predictor) withInventory(inv *mesh.Inventory) *Predictor {
 	ix.visible = maps.Clone(p.ix.visible)
 	ix.rootSidecar = nil
 	ix.initSidecars()
-	return &Predictor{ix: &ix, scopes: map[scopeKey]*sidecarScope{}, budget: p.budget}
+	out := &Predictor{ix: &ix, scopes: map[scopeKey]*sidecarScope{}, budget: p.budget}
+	if len(p.siblings) > 0 {
+		out.siblings = make(map[string]*Predictor, len(p.siblings))
+		for v, s := range p.siblings {
+			out.siblings[v] = s.withInventory(inv)
+		}
+	}
+	return out
 }
 
 // SidecarFor returns the Sidecar that applies to the proxy, or nil for the default scope.
@@ -124,6 +164,9 @@ func (p *Predictor) Predict(proxy Proxy) *Result { return p.predict(proxy, true)
 // Clusters, only the outbound list and the rest: a review of many workloads compares those
 // and never needs the merged list.
 func (p *Predictor) predict(proxy Proxy, merge bool) *Result {
+	if s := p.siblings[proxy.Version]; s != nil {
+		return s.predict(proxy, merge)
+	}
 	ix := p.ix
 	sc := ix.sidecarFor(proxy)
 	scope := p.scope(sc, proxy.Namespace)
@@ -512,7 +555,44 @@ func (p *Predictor) workloadProxies(namespace string) []WorkloadProxy {
 	ws := p.ix.census.Sidecars(namespace)
 	out := make([]WorkloadProxy, len(ws))
 	for i, w := range ws {
-		out[i] = WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.Labels, Replicas: w.Replicas}
+		out[i] = WorkloadProxy{Namespace: w.Namespace, Name: w.Name, Kind: w.Kind, Labels: w.Labels, Replicas: w.Replicas, Version: w.Version}
+	}
+	return out
+}
+
+// VersionNotes say, for a report, which Istio release the proxies are predicted with (C12):
+// per istiod revision of the inventory, its release when it has its own rules, or the release
+// assumed instead; without any istiod Deployment, the release assumed for every proxy.
+func (p *Predictor) VersionNotes() []string {
+	revs := p.ix.census.Revisions()
+	if len(revs) == 0 {
+		return []string{fmt.Sprintf("Proxies are predicted with Istio %s rules: the inventory holds no istiod Deployment "+
+			"whose image says which release runs (set --istio-version or istio_version otherwise).", p.ix.ver)}
+	}
+	names := slices.Sorted(maps.Keys(revs))
+	var out []string
+	for _, n := range names {
+		r := revs[n]
+		switch {
+		case r.Version == "":
+			out = append(out, fmt.Sprintf("istiod revision %s (%s, image %q) does not say its Istio release in its image tag: "+
+				"its proxies are predicted with %s rules.", n, r.Deployment, r.Image, p.ix.ver))
+		case p.siblings[r.Version] != nil || r.Version == p.ix.ver.String():
+			out = append(out, fmt.Sprintf("istiod revision %s runs Istio %s (%s): its proxies are predicted with %s rules.",
+				n, r.Version, r.Image, r.Version))
+		default:
+			out = append(out, fmt.Sprintf("istiod revision %s runs Istio %s (%s), whose rules meshscope does not model: "+
+				"its proxies are predicted with %s rules.", n, r.Version, r.Image, p.ix.ver))
+		}
+	}
+	unknown := 0
+	for _, w := range p.ix.census.Sidecars("") {
+		if w.Version == "" {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		out = append(out, fmt.Sprintf("%d workloads of a revision whose release the inventory does not say are predicted with Istio %s rules.", unknown, p.ix.ver))
 	}
 	return out
 }

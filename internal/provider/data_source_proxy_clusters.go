@@ -138,12 +138,15 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 
-	if w := census.Pod(inv, proxy.Namespace, proxy.Labels); !w.RunsSidecar() {
+	w := census.Pod(inv, proxy.Namespace, proxy.Labels)
+	if !w.RunsSidecar() {
 		resp.Diagnostics.AddAttributeError(path.Root("labels"), census.CodeRunsNoSidecar.Summary(),
 			fmt.Sprintf("A pod in namespace %q with these labels runs no sidecar (%s): %s. Sidecar resources configure "+
 				"sidecars only, so there is no sidecar cluster list to predict.", proxy.Namespace, w.Reason, w.Why))
 		return
 	}
+
+	proxy.Version = w.Version
 
 	// The Sidecars given are evaluated as if applied.
 	pr := livePr

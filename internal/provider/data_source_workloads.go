@@ -39,6 +39,7 @@ type workloadsModel struct {
 var workloadAttrTypes = map[string]attr.Type{
 	"namespace": types.StringType, "workload": types.StringType, "proxy": types.StringType,
 	"reason": types.StringType, "why": types.StringType, "replicas": types.StringType,
+	"revision": types.StringType, "istio_version": types.StringType,
 }
 
 func (d *workloadsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -70,6 +71,10 @@ func (d *workloadsDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 						"`proxyless-grpc`, `gateway` or `no-replicas`."},
 					"why":      schema.StringAttribute{Computed: true, MarkdownDescription: "The reason in a sentence, with the fix when there is one."},
 					"replicas": schema.StringAttribute{Computed: true, MarkdownDescription: "How many proxies (pods) it runs: `3`, a range `2-10` from an autoscaler, or `one per node`."},
+					"revision": schema.StringAttribute{Computed: true, MarkdownDescription: "The istiod revision that injects its sidecars " +
+						"(`default`, or the `istio.io/rev` of a revision), as its webhook or its Pods say; empty when it runs none or it is not known."},
+					"istio_version": schema.StringAttribute{Computed: true, MarkdownDescription: "The Istio release of that revision, " +
+						"from its istiod Deployment's image tag (`1.30`); empty when the inventory does not say."},
 				}},
 			},
 			"sidecar_workload_count":    schema.Int64Attribute{Computed: true, MarkdownDescription: "How many of the workloads run sidecars."},
@@ -116,6 +121,7 @@ func (d *workloadsDataSource) Read(ctx context.Context, req datasource.ReadReque
 			"namespace": types.StringValue(w.Namespace), "workload": types.StringValue(w.ID()),
 			"proxy": types.StringValue(string(w.Proxy)), "reason": types.StringValue(string(w.Reason)),
 			"why": types.StringValue(w.Why), "replicas": types.StringValue(w.Replicas.String()),
+			"revision": types.StringValue(w.Revision), "istio_version": types.StringValue(w.Version),
 		})
 		resp.Diagnostics.Append(ds...)
 		elems = append(elems, obj)

@@ -150,6 +150,9 @@ func (t *Tree) EachUnchangedCut(changed func(key string) bool, fn func(Change) e
 // the mesh (no mTLS, no policy, no telemetry).
 const RiskSidecarStops = "sidecar_stops"
 
+// VersionNotes say which Istio release the head tree's proxies are predicted with (C12).
+func (t *Tree) VersionNotes() []string { return t.head.VersionNotes() }
+
 // Census is the head tree's census: which of its workloads run sidecars, and why the others
 // run none.
 func (t *Tree) Census() *census.Census { return t.head.Census() }
