@@ -76,7 +76,7 @@ func isInjectionWebhook(name string) bool {
 	return strings.HasSuffix(name, "sidecar-injector.istio.io")
 }
 
-func decodeWebhooks(js []byte, src string) (object, bool, error) {
+func decodeWebhooks(js []byte) (object, bool, error) {
 	var o admissionv1.MutatingWebhookConfiguration
 	if err := json.Unmarshal(js, &o); err != nil {
 		return object{}, false, err

@@ -401,7 +401,7 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 		if env.APIVersion != "admissionregistration.k8s.io/v1" {
 			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use admissionregistration.k8s.io/v1", env.APIVersion, env.Kind))
 		}
-		o, ok, err := decodeWebhooks(js, src)
+		o, ok, err := decodeWebhooks(js)
 		if err != nil {
 			return out, docErr(err)
 		}
