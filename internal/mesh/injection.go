@@ -179,8 +179,13 @@ func controllerOf(om metav1.ObjectMeta) *OwnerRef {
 	return nil
 }
 
-// VMProxy is a WorkloadEntry or WorkloadGroup: a VM proxy, of which only the metadata is read.
-type VMProxy struct{ Meta }
+// VMProxy is a WorkloadEntry or WorkloadGroup: a VM proxy, of which meshscope reads the
+// metadata and the labels its proxies carry (a WorkloadEntry's spec.labels, a WorkloadGroup's
+// spec.metadata.labels), which a Sidecar's workloadSelector matches.
+type VMProxy struct {
+	Meta
+	ProxyLabels map[string]string
+}
 
 // mainImage is the image of the container named "discovery" (istiod's), else of the first.
 func mainImage(spec corev1.PodSpec) string {

@@ -167,7 +167,7 @@ type object struct {
 	virtualService  *VirtualService
 	sidecar         *Sidecar
 	autoscaler      *Autoscaler
-	vm              *Meta
+	vm              *VMProxy
 	envoyFilter     *EnvoyFilter
 	webhooks        *webhookSet
 	injector        *InjectorConfig
@@ -200,7 +200,7 @@ func (o object) meta() *Meta {
 	case o.autoscaler != nil:
 		return &o.autoscaler.Meta
 	case o.vm != nil:
-		return o.vm
+		return &o.vm.Meta
 	case o.envoyFilter != nil:
 		return &o.envoyFilter.Meta
 	case o.webhooks != nil:
@@ -272,7 +272,7 @@ func (inv *Inventory) add(o object) {
 	case o.autoscaler != nil:
 		addObject(inv, &inv.Autoscalers, o.autoscaler, &inv.pos.autoscalers)
 	case o.vm != nil:
-		addObject(inv, &inv.VMProxies, &VMProxy{Meta: *o.vm}, &inv.pos.vms)
+		addObject(inv, &inv.VMProxies, o.vm, &inv.pos.vms)
 	case o.envoyFilter != nil:
 		addObject(inv, &inv.EnvoyFilters, o.envoyFilter, &inv.pos.envoyFilters)
 	case o.webhooks != nil:
@@ -366,8 +366,22 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 			return append(out, object{envoyFilter: &EnvoyFilter{Meta: meta(env.Kind, env.APIVersion, o.ObjectMeta, src), Spec: &o.Spec}}), nil
 		case "WorkloadEntry", "WorkloadGroup":
 			// VM proxies: counted, so that what is not modelled is said (C11).
-			m := meta(env.Kind, env.APIVersion, env.Metadata, src)
-			return append(out, object{vm: &m}), nil
+			var spec struct {
+				Spec struct {
+					Labels   map[string]string `json:"labels"`
+					Metadata struct {
+						Labels map[string]string `json:"labels"`
+					} `json:"metadata"`
+				} `json:"spec"`
+			}
+			if err := json.Unmarshal(js, &spec); err != nil {
+				return out, docErr(err)
+			}
+			vm := &VMProxy{Meta: meta(env.Kind, env.APIVersion, env.Metadata, src), ProxyLabels: spec.Spec.Labels}
+			if env.Kind == "WorkloadGroup" {
+				vm.ProxyLabels = spec.Spec.Metadata.Labels
+			}
+			return append(out, object{vm: vm}), nil
 		default:
 			return out, docErr(checkKind(group, env.Kind))
 		}

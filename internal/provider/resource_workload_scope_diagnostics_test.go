@@ -300,6 +300,20 @@ resource "meshscope_workload_scope" "x" {
 			attr:    "workload_selector",
 			detail:  `patch the clusters of "foo/Deployment/test-app" in ways meshscope does not apply: istio-system/drop-api \(REMOVE: a REMOVE by service that can reach inbound clusters`,
 		},
+		"a scope that selects a VM proxy": {
+			extra: []string{heredoc(`apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1, namespace: foo}
+spec: {address: 10.1.0.1, labels: {app: test-app}}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+}`,
+			summary: "VM Proxies Not Modelled",
+			attr:    "workload_selector",
+			detail:  `also applies to VM proxies, which meshscope does not predict or review: WorkloadEntry foo/vm-1`,
+		},
 		"a scope whose workloads run no sidecar": {
 			extra: []string{heredoc(`apiVersion: apps/v1
 kind: Deployment

@@ -100,6 +100,15 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 					w.Key, strings.Join(w.ClusterPatches, "; ")))
 		}
 	}
+	if len(s.VMs) > 0 {
+		var names []string
+		for _, vm := range s.VMs {
+			names = append(names, vm.Kind+" "+vm.Key())
+		}
+		diags.AddAttributeWarning(path.Root("workload_selector"), census.CodeVMsNotModelled.Summary(),
+			fmt.Sprintf("This scope's Sidecar also applies to VM proxies, which meshscope does not predict or review: %s. "+
+				"Their clusters change too; check them on the VMs (istioctl proxy-config cluster).", strings.Join(names, ", ")))
+	}
 	if len(s.Assumed) > 0 {
 		diags.AddAttributeWarning(path.Root("namespace"), census.CodeInjectionAssumed.Summary(),
 			fmt.Sprintf("The inventory does not hold Namespace %q, so whether Istio injects its workloads is not known: "+

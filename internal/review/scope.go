@@ -63,6 +63,9 @@ type Scope struct {
 	// Assumed are the selected workloads counted as sidecars because their Namespace is not in
 	// the inventory, so its injection labels are unknown (C4).
 	Assumed []*census.Workload
+	// VMs are the VM proxies (WorkloadEntries, WorkloadGroups) of the namespace the scope
+	// selects: its Sidecar applies to them, but meshscope does not predict them (C11).
+	VMs []*mesh.VMProxy
 	// ExpectedClusters is the CDS cluster count of the selected workloads once the Sidecar
 	// applies: the largest over the workloads it governs, else over those it selects, else
 	// (no selected workload in the inventory) the count of a pod with the selector labels.
@@ -82,6 +85,11 @@ func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.
 		base = r.pred.WithoutSidecars(func(sc *mesh.Sidecar) bool { return sc.Key() == own })
 	}
 	s := &Scope{Workloads: selected(base, head, decl, own)}
+	for _, vm := range r.pred.Census().VMs() {
+		if vm.Namespace == decl.Namespace && scope.Selects(decl.Selector, vm.ProxyLabels) {
+			s.VMs = append(s.VMs, vm)
+		}
+	}
 	for _, w := range r.pred.Census().In(decl.Namespace) {
 		if !scope.Selects(decl.Selector, w.Labels) {
 			continue
