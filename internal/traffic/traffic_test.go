@@ -369,3 +369,42 @@ spec:
 		t.Errorf("lookup(example.org) = %q, %s; want unknown", got, class)
 	}
 }
+
+// TestResolve_WorkloadsAsIstioNamesThem: Istio's metrics name the Pods of a CronJob's Job by
+// the CronJob and a live Deployment's Pods by the Deployment (census, C1); the resolver knows
+// them by those names, so their calls are checked rather than reported as unknown callers.
+func TestResolve_WorkloadsAsIstioNamesThem(t *testing.T) {
+	inv := inventory(t)
+	if err := inv.AddYAML("live.yaml", []byte(`apiVersion: batch/v1
+kind: Job
+metadata: {name: nightly-29000000, namespace: shop}
+spec:
+  template: {metadata: {labels: {app: nightly}}, spec: {restartPolicy: Never, containers: [{name: app, image: app}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: api-7c9d8f6b5-x2x2x
+  generateName: api-7c9d8f6b5-
+  namespace: shop
+  labels: {app: api, pod-template-hash: 7c9d8f6b5}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: api-7c9d8f6b5, uid: u, controller: true}]
+spec: {containers: [{name: app, image: app}, {name: istio-proxy, image: proxyv2}]}
+status: {phase: Running}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	snap := &Snapshot{Window: "7d", Series: []Series{
+		call("source", "shop", "nightly", "cart.shop.svc.cluster.local", "cart", 0, "http", 3),
+		call("source", "shop", "api", "cart.shop.svc.cluster.local", "cart", 0, "http", 4),
+	}}
+	ev := Resolve(snap, inv, "cluster.local")
+	if len(ev.UnknownWorkloads) != 0 {
+		t.Errorf("unknown workloads %+v, want none", ev.UnknownWorkloads)
+	}
+	for _, w := range []string{"nightly", "api"} {
+		if calls := ev.Calls("shop", w); len(calls) != 1 || calls[0].Host != "cart.shop.svc.cluster.local" {
+			t.Errorf("%s: calls %+v", w, calls)
+		}
+	}
+}
