@@ -217,3 +217,19 @@ spec:
 		t.Errorf("diff does not say which release: %s", md)
 	}
 }
+
+// TestClusters_SaysWhenInjectionIsAssumed: a namespace the manifests lack is assumed injected,
+// and clusters says so.
+func TestClusters_SaysWhenInjectionIsAssumed(t *testing.T) {
+	dir := fixture.Dir(t, map[string]string{"app.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: edge}
+spec:
+  selector: {matchLabels: {app: api}}
+  template: {metadata: {labels: {app: api}}, spec: {containers: [{name: api, image: api}]}}
+`})
+	code, out, errs := run(t, "", "clusters", "-f", dir, "--pod", "edge/api", "-o", "names")
+	if code != ExitOK || !strings.Contains(out, "PassthroughCluster") || !strings.Contains(errs, "note: namespace edge is not in the inventory") {
+		t.Errorf("exit %d, %q, %q", code, out, errs)
+	}
+}

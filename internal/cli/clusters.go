@@ -68,6 +68,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 		proxy = predict.Proxy{Namespace: pns, Labels: w.Labels, Version: w.Version}
+		assumed(stderr, w)
 	} else {
 		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
 			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
@@ -100,6 +101,7 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return ExitError
 		}
 		proxy.Version = w.Version
+		assumed(stderr, w)
 	}
 	indexStart := time.Now()
 	p, err := predict.New(inv, pf.options())
@@ -160,4 +162,12 @@ func writeTable(w io.Writer, res *predict.Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.FQDN, strconv.Itoa(c.Port), subset, c.Direction, c.Type, c.DestinationRule)
 	}
 	_ = tw.Flush()
+}
+
+// assumed notes on stderr a proxy counted as a sidecar only because its namespace's labels are
+// not in the inventory (C4).
+func assumed(stderr io.Writer, w *census.Workload) {
+	if w.Reason == census.AssumedInjected {
+		fmt.Fprintf(stderr, "note: %s\n", w.Why)
+	}
 }
