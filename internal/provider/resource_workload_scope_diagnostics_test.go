@@ -314,6 +314,23 @@ resource "meshscope_workload_scope" "x" {
 			attr:    "workload_selector",
 			detail:  `also applies to VM proxies, which meshscope does not predict or review: WorkloadEntry foo/vm-1`,
 		},
+		"a namespace default over workloads with and without a sidecar": {
+			extra: []string{heredoc(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: node-agent, namespace: foo}
+spec:
+  selector: {matchLabels: {app: node-agent}}
+  template:
+    metadata: {labels: {app: node-agent}}
+    spec: {hostNetwork: true, containers: [{name: agent, image: agent}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace = "foo"
+}`,
+			summary: "Selected Workloads Without Sidecar",
+			attr:    "workload_selector",
+			detail:  `(?s)1 of the workloads this scope selects run no sidecar.*foo/Deployment/node-agent: its pods use the host network`,
+		},
 		"a scope whose workloads run no sidecar": {
 			extra: []string{heredoc(`apiVersion: apps/v1
 kind: Deployment

@@ -115,21 +115,31 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 				"the %d workload(s) this scope selects are reviewed as sidecars. Add the Namespace's manifest (with its "+
 				"istio-injection or istio.io/rev label) to the provider's manifests.", decl.Namespace, len(s.Assumed)))
 	}
+	if len(s.NoSidecar) > 0 && len(s.Workloads) > 0 && !diags.HasError() {
+		diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeSelectedWithoutSidecar.Summary(),
+			fmt.Sprintf("%d of the workloads this scope selects run no sidecar, so they are left out of review and "+
+				"expected_clusters:\n%s", len(s.NoSidecar), noSidecarLines(s.NoSidecar)))
+	}
 	if !s.SelectsOnlyNoSidecar() || diags.HasError() {
 		return
 	}
+	diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeSelectsNoSidecar.Summary(),
+		fmt.Sprintf("This scope selects no workload that runs a sidecar, so its Sidecar would configure nothing and "+
+			"expected_clusters is what a new injected pod with these labels would hold. The workloads it selects:\n%s",
+			noSidecarLines(s.NoSidecar)))
+}
+
+// noSidecarLines lists up to noSidecarListed workloads without a sidecar, with why.
+func noSidecarLines(ws []*census.Workload) string {
 	var lines []string
-	for i, w := range s.NoSidecar {
+	for i, w := range ws {
 		if i == noSidecarListed {
-			lines = append(lines, fmt.Sprintf("  ... and %d more", len(s.NoSidecar)-i))
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(ws)-i))
 			break
 		}
 		lines = append(lines, fmt.Sprintf("  %s: %s", w.Key(), w.Why))
 	}
-	what := "selects no workload that runs"
-	diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeSelectsNoSidecar.Summary(),
-		fmt.Sprintf("This scope %s a sidecar, so its Sidecar would configure nothing and expected_clusters is what a new "+
-			"injected pod with these labels would hold. The workloads it selects:\n%s", what, strings.Join(lines, "\n")))
+	return strings.Join(lines, "\n")
 }
 
 // noSidecarListed is how many workloads without a sidecar a warning names.

@@ -25,6 +25,8 @@ var (
 		"Every workload the scope selects runs no sidecar (not injected, ambient, host network, no replicas...): the Sidecar would configure nothing.")
 	CodeEnvoyFilterNotModelled = define("MS3010", problem.Warning, "EnvoyFilter Patches Not Modelled",
 		"EnvoyFilters patch the clusters of a reviewed workload in ways meshscope does not apply (MERGE, undecidable proxy matches), so its counts may differ from istiod's by those patches; CLUSTER ADD and REMOVE are applied.")
+	CodeSelectedWithoutSidecar = define("MS3011", problem.Warning, "Selected Workloads Without Sidecar",
+		"Some of the workloads the scope selects run no sidecar: they are left out of the review, and the Sidecar does nothing to them.")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )
