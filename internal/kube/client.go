@@ -162,6 +162,21 @@ func restConfig(cfg Config) (*rest.Config, error) {
 		}
 		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
+	// Credentials the block sets replace the kubeconfig's. clientcmd merges them field by field,
+	// so a token beside the kubeconfig user's client certificate would send both, and the API
+	// server authenticates the certificate first: the provider would act as another identity.
+	if cfg.Token != "" || cfg.ClientCertificate != "" || cfg.Exec != nil {
+		if cfg.Token == "" {
+			rc.BearerToken, rc.BearerTokenFile = "", ""
+		}
+		if cfg.ClientCertificate == "" {
+			rc.CertData, rc.CertFile, rc.KeyData, rc.KeyFile = nil, "", nil, ""
+		}
+		if cfg.Exec == nil {
+			rc.ExecProvider = nil
+		}
+		rc.AuthProvider, rc.Username, rc.Password = nil, "", ""
+	}
 	return rc, nil
 }
 

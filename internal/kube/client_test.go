@@ -53,6 +53,22 @@ func TestRestConfig(t *testing.T) {
 	if err != nil || rc.Host != "https://c.example" || rc.ExecProvider == nil || rc.ExecProvider.Command != "get-token" {
 		t.Fatalf("host + exec: %+v %v", rc, err)
 	}
+	// A token in the block replaces the kubeconfig user's client certificate, not joins it: the API
+	// server would authenticate the certificate first.
+	certConfig := filepath.Join(dir, "cert-config")
+	if err := os.WriteFile(certConfig, []byte(strings.Replace(kubeconfig, "user: {token: from-file}",
+		"user: {client-certificate-data: Y2VydA==, client-key-data: a2V5}", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", certConfig)
+	rc, err = restConfig(Config{Host: "https://c.example", Token: "sa-token"})
+	if err != nil || rc.BearerToken != "sa-token" || len(rc.CertData) != 0 || len(rc.KeyData) != 0 || rc.CertFile != "" {
+		t.Fatalf("host + token over a kubeconfig with a client certificate: token %q cert %q key %q err %v", rc.BearerToken, rc.CertData, rc.KeyData, err)
+	}
+	rc, err = restConfig(Config{})
+	if err != nil || string(rc.CertData) != "cert" {
+		t.Fatalf("without credentials in the block, the kubeconfig's apply: %q %v", rc.CertData, err)
+	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "missing"))
 	if _, err := restConfig(Config{}); err == nil || !strings.Contains(err.Error(), "KUBECONFIG") {
 		t.Errorf("no config: %v", err)

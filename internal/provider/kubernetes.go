@@ -54,9 +54,11 @@ type execModel struct {
 func kubernetesBlockSchema() schema.Block {
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "A live cluster. With this block, the inventory is read from the cluster (namespaces, services, " +
-			"pods and workloads, ServiceEntries, DestinationRules, VirtualServices, Sidecars and the `istio` ConfigMap), " +
-			"`manifests` add to it, and `meshscope_workload_scope` server-side applies its Sidecar. Unset attributes " +
-			"follow the kubeconfig loading rules (`KUBECONFIG`, `~/.kube/config`, the current context). Credentials " +
+			"pods and workloads, ServiceEntries, DestinationRules, VirtualServices, Sidecars, the injection webhooks, " +
+			"autoscalers and the `istio` and `istio-sidecar-injector` ConfigMaps), `manifests` add to it, and " +
+			"`meshscope_workload_scope` server-side applies its Sidecar. Unset attributes follow the kubeconfig loading " +
+			"rules (`KUBECONFIG`, `~/.kube/config`, the current context). Credentials set here (`token`, " +
+			"`client_certificate` and `client_key`, `exec`) replace the kubeconfig user's, never join them. Credentials " +
 			"never reach the state or the logs.",
 		Attributes: map[string]schema.Attribute{
 			"config_path": schema.StringAttribute{Optional: true,
