@@ -49,6 +49,9 @@ type Env struct {
 	EtcdBin      string
 	APIServerBin string
 	Kind         bool // started by `make kind-up` rather than `make testenv`
+	// InjectionURL is where istiod serves sidecar injection (https://localhost:<port>/inject,
+	// under a certificate signed by the istiod CA that istio-ca-root-cert holds); empty on kind.
+	InjectionURL string
 }
 
 // Dir is the state directory: $MESHSCOPE_TESTENV_DIR, else /tmp/meshscope-testenv.
@@ -91,6 +94,7 @@ func Load(ctx context.Context) (*Env, error) {
 		ClusterID:      vals["MESHSCOPE_TESTENV_CLUSTER_ID"],
 		APIServer:      vals["MESHSCOPE_TESTENV_APISERVER"],
 		IstiodBin:      vals["MESHSCOPE_TESTENV_ISTIOD_BIN"],
+		InjectionURL:   vals["MESHSCOPE_TESTENV_INJECTION_URL"],
 		IstioCRDs:      vals["MESHSCOPE_TESTENV_ISTIO_CRDS"],
 		Kind:           vals["MESHSCOPE_TESTENV_KIND"] == "kind",
 		EtcdBin:        recordedBinary(dir, "etcd"),

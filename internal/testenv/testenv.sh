@@ -76,6 +76,7 @@ APISERVER_DIR=$BUILD_DIR/apiserver
 ISTIOD_DIR=$BUILD_DIR/istiod
 
 TOFU_DIR=$BUILD_DIR/tofu
+INJECTOR_DIR=$BUILD_DIR/injector
 
 etcd_bin()      { binary_path etcd "$ETCD_DIR" go.etcd.io/etcd/server/v3; }
 tofu_bin()      { binary_path tofu "$TOFU_DIR" github.com/opentofu/opentofu; }
@@ -289,6 +290,7 @@ MESHSCOPE_TESTENV_ISTIOD_MONITORING_ADDR=127.0.0.1:$ISTIOD_MONITORING_PORT
 MESHSCOPE_TESTENV_APISERVER=https://127.0.0.1:$APISERVER_PORT
 MESHSCOPE_TESTENV_ISTIOD_BIN=${3:-}
 MESHSCOPE_TESTENV_ISTIO_CRDS=${4:-}
+MESHSCOPE_TESTENV_INJECTION_URL=${5:-}
 EOF
   mv -f "$ENV_FILE.tmp" "$ENV_FILE"
 }
@@ -393,10 +395,16 @@ cmd_up() {
   # absent), as in a real install. The working directory holds the files istiod writes.
   local i0=$SECONDS cluster_id
   cluster_id=testenv-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+  # istiod serves sidecar injection with the templates istioctl renders for the default install,
+  # read from its working directory; its webhook certificate also names localhost, so that a test's
+  # MutatingWebhookConfiguration can point the API server at https://localhost:<webhook port>/inject.
+  mkdir -p "$STATE/istiod/var/lib/istio/inject"
+  (cd "$INJECTOR_DIR" && go run . "$STATE/istiod/var/lib/istio/inject") >"$LOGS/injector.log" 2>&1 ||
+    die "rendering the injection templates failed; see $LOGS/injector.log"
   (
     cd "$STATE/istiod"
     export POD_NAMESPACE=istio-system POD_NAME=istiod-$cluster_id REVISION=default \
-      CLUSTER_ID=$cluster_id ISTIOD_CUSTOM_HOST=istiod.istio-system.svc \
+      CLUSTER_ID=$cluster_id ISTIOD_CUSTOM_HOST=istiod.istio-system.svc,localhost \
       PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER=false \
       PILOT_ENABLE_GATEWAY_API_STATUS=false \
       KUBECONFIG="$KUBECONFIG_PATH"
@@ -412,7 +420,7 @@ cmd_up() {
   wait_for istiod 120 istiod_ready
   log "istiod ready after $((SECONDS - i0))s (everything up in $((SECONDS - t0))s)"
 
-  write_env testenv "$cluster_id" "$ibin" "$crds"
+  write_env testenv "$cluster_id" "$ibin" "$crds" "https://localhost:$ISTIOD_WEBHOOK_PORT/inject"
   istiod_ours || die "the istiod on 127.0.0.1:$ISTIOD_HTTP_PORT does not serve cluster $cluster_id; see $LOGS/istiod.log"
   echo "$KUBECONFIG_PATH"
 }
