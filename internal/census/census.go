@@ -94,6 +94,9 @@ type Workload struct {
 	// Rule is the RULES.md rule that decided.
 	Rule     string
 	Replicas Replicas
+	// NotModelled name what istiod adds to its proxies that meshscope does not predict, with the
+	// rule: an inbound HBONE cluster (R44), the sds-external cluster of a credential socket (R45).
+	NotModelled []string
 	// Revision is the istiod revision that injects (or injected) its sidecars, "" when not
 	// known; Version is that revision's Istio release ("1.30"), "" when the inventory does not
 	// say (C12).
@@ -155,6 +158,7 @@ func Take(inv *mesh.Inventory) *Census {
 		d.decide(w)
 		if w.RunsSidecar() {
 			w.Version = c.revisions[w.Revision].Version
+			w.NotModelled = notModelled(w.Objects)
 		}
 		c.byNS[w.Namespace] = append(c.byNS[w.Namespace], w)
 		for _, o := range w.Objects {
@@ -380,4 +384,23 @@ func Pod(inv *mesh.Inventory, namespace string, labels map[string]string) *Workl
 		w.Version = revisionsOf(inv)[w.Revision].Version
 	}
 	return w
+}
+
+// notModelled names what istiod adds to a sidecar that the predictor does not model, as the pod
+// asks for it: HBONE listening through the proxy metadata ISTIO_META_ENABLE_HBONE (R44), a
+// credential socket mounted into the proxy (R45).
+func notModelled(objs []*mesh.Workload) []string {
+	hbone, socket := false, false
+	for _, o := range objs {
+		hbone = hbone || strings.Contains(o.PodAnnotations["proxy.istio.io/config"], "ISTIO_META_ENABLE_HBONE")
+		socket = socket || o.CredentialSocket || strings.Contains(o.PodAnnotations["sidecar.istio.io/userVolumeMount"], "credential-uds")
+	}
+	var out []string
+	if hbone {
+		out = append(out, "R44: its proxy.istio.io/config sets ISTIO_META_ENABLE_HBONE; an istiod with sidecar HBONE listening adds an inbound HBONE cluster meshscope does not predict")
+	}
+	if socket {
+		out = append(out, "R45: its proxy mounts a credential socket (/var/run/secrets/credential-uds), which adds the sds-external cluster meshscope does not predict")
+	}
+	return out
 }

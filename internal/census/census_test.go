@@ -294,3 +294,18 @@ status: {phase: Running}`
 		t.Errorf("a workload without a sidecar has revision %q at %q", w.Revision, w.Version)
 	}
 }
+
+// TestNotModelled: a pod that asks for HBONE listening (R44) or mounts a credential socket (R45)
+// is flagged: istiod adds clusters for it that meshscope does not predict.
+func TestNotModelled(t *testing.T) {
+	hbone := strings.Replace(deployment("inj", "hb", ""), "labels: {app: hb}", "labels: {app: hb}\n      annotations: {proxy.istio.io/config: '{\"proxyMetadata\": {\"ISTIO_META_ENABLE_HBONE\": \"true\"}}'}", 1)
+	socket := strings.Replace(deployment("inj", "sock", ""), "containers: [{name: app, image: app}]",
+		"containers: [{name: app, image: app, volumeMounts: [{name: cred, mountPath: /var/run/secrets/credential-uds}]}]", 1)
+	c := take(t, namespaces, hbone, socket, deployment("inj", "plain", ""))
+	for name, want := range map[string]string{"hb": "R44:", "sock": "R45:", "plain": ""} {
+		w := c.Lookup("inj", name)
+		if got := strings.Join(w.NotModelled, " "); want == "" && got != "" || want != "" && !strings.HasPrefix(got, want) {
+			t.Errorf("%s: not modelled %q, want %q", name, got, want)
+		}
+	}
+}

@@ -165,9 +165,12 @@ func writeTable(w io.Writer, res *predict.Result) {
 }
 
 // assumed notes on stderr a proxy counted as a sidecar only because its namespace's labels are
-// not in the inventory (C4).
+// not in the inventory (C4), and what istiod adds to it that meshscope does not predict (R44, R45).
 func assumed(stderr io.Writer, w *census.Workload) {
 	if w.Reason == census.AssumedInjected {
 		fmt.Fprintf(stderr, "note: %s\n", w.Why)
+	}
+	for _, n := range w.NotModelled {
+		fmt.Fprintf(stderr, "warning: %s\n", n)
 	}
 }

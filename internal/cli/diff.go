@@ -168,6 +168,9 @@ type DiffRow struct {
 	// Sidecar is set when the workload runs a sidecar in one tree only: it then gains (before 0)
 	// or loses (after 0) every cluster, and this says why.
 	Sidecar string `json:"sidecar_change,omitempty"`
+	// NotModelled is what istiod adds to the workload's proxies that meshscope does not predict
+	// (R44, R45); absent when nothing.
+	NotModelled []string `json:"not_modelled,omitempty"`
 	// With evidence (--prometheus, --observed): the workload's observed calls the head tree
 	// cuts, capped at the host limit, new ones first; the full count, and how many are new.
 	// Absent without evidence, and when none is cut.
@@ -205,7 +208,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
 		RemovedClusters: capped(rv.RemovedClusters), RemovedClusterCount: len(rv.RemovedClusters),
-		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, Sidecar: c.Sidecar,
+		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, Sidecar: c.Sidecar, NotModelled: c.NotModelled,
 	}
 	if c.Cut != nil {
 		cuts := cutCalls(c.Cut)
@@ -443,6 +446,16 @@ func totalsSentence(rows []DiffRow) string {
 	}
 	if len(changes) > 0 {
 		out += " Counted from or to no cluster: " + strings.Join(changes, "; ") + "."
+	}
+	notModelled := 0
+	for _, r := range rows {
+		if len(r.NotModelled) > 0 {
+			notModelled++
+		}
+	}
+	if notModelled > 0 {
+		out += fmt.Sprintf(" %s get clusters meshscope does not predict (HBONE listening, a credential socket; see not_modelled in -o json).",
+			plural(notModelled, "of these workloads", "of these workloads"))
 	}
 	if n > 0 {
 		names := slices.Sorted(maps.Keys(patched))

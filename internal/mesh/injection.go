@@ -199,3 +199,16 @@ func mainImage(spec corev1.PodSpec) string {
 	}
 	return ""
 }
+
+// credentialSocket reports whether a container mounts a volume at the proxy's credential socket
+// directory.
+func credentialSocket(spec corev1.PodSpec) bool {
+	for _, c := range append(append([]corev1.Container(nil), spec.Containers...), spec.InitContainers...) {
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(m.MountPath, "/var/run/secrets/credential-uds") {
+				return true
+			}
+		}
+	}
+	return false
+}

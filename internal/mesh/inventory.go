@@ -74,6 +74,9 @@ type Workload struct {
 	Owner *OwnerRef
 	// GenerateName is metadata.generateName (of a Pod).
 	GenerateName string
+	// CredentialSocket: a container mounts a volume at /var/run/secrets/credential-uds, where
+	// the proxy finds a credential socket.
+	CredentialSocket bool
 	// Image is the image of the first container named "discovery", else of the first
 	// container (an istiod Deployment's says its Istio release).
 	Image string

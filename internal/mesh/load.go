@@ -596,6 +596,7 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 			Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP, HostNetwork: o.Spec.HostNetwork,
 			Owner: controllerOf(o.ObjectMeta), GenerateName: o.GenerateName, Phase: string(o.Status.Phase)}
 		w.Proxy, w.Router = proxyContainer(o.Spec)
+		w.CredentialSocket = credentialSocket(o.Spec)
 		return object{workload: w}, true, nil
 	default:
 		var (
@@ -645,7 +646,7 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, PodAnnotations: tpl.Annotations,
 			Ports: containerPorts(tpl.Spec), Replicas: replicas, HostNetwork: tpl.Spec.HostNetwork, Owner: controllerOf(om)}
 		w.Proxy, w.Router = proxyContainer(tpl.Spec)
-		w.Image = mainImage(tpl.Spec)
+		w.Image, w.CredentialSocket = mainImage(tpl.Spec), credentialSocket(tpl.Spec)
 		return object{workload: w}, true, nil
 	}
 }

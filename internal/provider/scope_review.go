@@ -100,6 +100,11 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 					w.Key, strings.Join(w.ClusterPatches, "; ")))
 		}
 	}
+	if len(s.NotModelled) > 0 {
+		diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeProxyFeaturesNotModelled.Summary(),
+			"The workloads this scope selects get clusters meshscope does not predict, so their before, after and "+
+				"expected_clusters may be short of istiod's:\n  "+strings.Join(s.NotModelled, "\n  "))
+	}
 	if len(s.VMs) > 0 {
 		var names []string
 		for _, vm := range s.VMs {

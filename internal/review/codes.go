@@ -27,6 +27,8 @@ var (
 		"EnvoyFilters patch the clusters of a reviewed workload in ways meshscope does not apply (MERGE, undecidable proxy matches), so its counts may differ from istiod's by those patches; CLUSTER ADD and REMOVE are applied.")
 	CodeSelectedWithoutSidecar = define("MS3011", problem.Warning, "Selected Workloads Without Sidecar",
 		"Some of the workloads the scope selects run no sidecar: they are left out of the review, and the Sidecar does nothing to them.")
+	CodeProxyFeaturesNotModelled = define("MS3012", problem.Warning, "Proxy Features Not Modelled",
+		"A reviewed workload's pods ask for something istiod adds clusters for that meshscope does not predict (HBONE listening, a credential socket).")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )

@@ -63,6 +63,9 @@ type Scope struct {
 	// Assumed are the selected workloads counted as sidecars because their Namespace is not in
 	// the inventory, so its injection labels are unknown (C4).
 	Assumed []*census.Workload
+	// NotModelled are, per selected workload ("namespace/Kind/name: ..."), what istiod adds to
+	// its proxies that meshscope does not predict (R44, R45).
+	NotModelled []string
 	// VMs are the VM proxies (WorkloadEntries, WorkloadGroups) of the namespace the scope
 	// selects: its Sidecar applies to them, but meshscope does not predict them (C11).
 	VMs []*mesh.VMProxy
@@ -99,6 +102,9 @@ func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.
 			s.NoSidecar = append(s.NoSidecar, w)
 		case w.Reason == census.AssumedInjected:
 			s.Assumed = append(s.Assumed, w)
+		}
+		for _, n := range w.NotModelled {
+			s.NotModelled = append(s.NotModelled, w.Key()+": "+n)
 		}
 	}
 	s.ExpectedClusters = expectedClusters(head, decl, s.Workloads)

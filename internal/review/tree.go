@@ -41,6 +41,9 @@ type Change struct {
 	// ClusterPatches name the EnvoyFilters whose cluster patches reach the workload in the head
 	// tree (the base tree's when the head lacks it), which the prediction leaves out (R39).
 	ClusterPatches []string
+	// NotModelled is what istiod adds to the workload's proxies that meshscope does not predict
+	// (R44, R45), as the head tree says.
+	NotModelled []string
 	// Sidecar is set when the workload runs a sidecar on one side only: it says which, and why
 	// the other side runs none. Its proxies then gain or lose every cluster.
 	Sidecar string
@@ -111,6 +114,9 @@ func (t *Tree) Each(fn func(Change) error) error {
 		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas, ClusterPatches: t.base.ClusterPatches(s.first.Proxy()), Sidecar: sidecar}
 		if s.inHead {
 			c.Replicas, c.ClusterPatches = s.head.Replicas, t.head.ClusterPatches(s.head.Proxy())
+			if w := t.head.Census().Lookup(k.ns, k.name); w != nil {
+				c.NotModelled = w.NotModelled
+			}
 		}
 		if t.ev != nil && s.inHead {
 			c.Cut = t.cuts(s.head, s.inBase)
