@@ -233,3 +233,27 @@ spec:
 		t.Errorf("exit %d, %q, %q", code, out, errs)
 	}
 }
+
+// TestClusters_WarnsWhatIsNotModelled: a workload whose proxy mounts a credential socket gets
+// the sds-external cluster meshscope does not predict (R45), and clusters and diff say so.
+func TestClusters_WarnsWhatIsNotModelled(t *testing.T) {
+	sock := strings.Replace(fixture.Seed, "        - name: test-app\n          image: nginx\n", "        - name: test-app\n          image: nginx\n          volumeMounts: [{name: cred, mountPath: /var/run/secrets/credential-uds}]\n", -1)
+	if sock == fixture.Seed {
+		t.Fatal("the seed's container is not where the test expects it")
+	}
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": sock, "head/mesh.yaml": sock + "\n---\n" + fixture.SidecarFoo})
+	_, _, errs := run(t, "", "clusters", "-f", dir+"/base", "--pod", "bar/test-app", "-o", "names")
+	if !strings.Contains(errs, "warning: R45: its proxy mounts a credential socket") {
+		t.Errorf("stderr %q", errs)
+	}
+	_, out, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
+	var doc struct {
+		Changes []DiffRow `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Changes) != 1 || len(doc.Changes[0].NotModelled) != 1 || !strings.HasPrefix(doc.Changes[0].NotModelled[0], "R45:") {
+		t.Errorf("changes %+v", doc.Changes)
+	}
+}

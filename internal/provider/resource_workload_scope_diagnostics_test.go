@@ -331,6 +331,26 @@ resource "meshscope_workload_scope" "x" {
 			attr:    "workload_selector",
 			detail:  `(?s)1 of the workloads this scope selects run no sidecar.*foo/Deployment/node-agent: its pods use the host network`,
 		},
+		"a selected workload whose proxy asks for HBONE": {
+			extra: []string{heredoc(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hb, namespace: foo}
+spec:
+  selector: {matchLabels: {app: hb}}
+  template:
+    metadata:
+      labels: {app: hb}
+      annotations: {proxy.istio.io/config: '{"proxyMetadata": {"ISTIO_META_ENABLE_HBONE": "true"}}'}
+    spec: {containers: [{name: hb, image: hb}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "hb" }
+}`,
+			summary: "Proxy Features Not Modelled",
+			attr:    "workload_selector",
+			detail:  `(?s)get clusters meshscope does not predict.*foo/Deployment/hb: R44: its proxy.istio.io/config sets ISTIO_META_ENABLE_HBONE`,
+		},
 		"a scope whose workloads run no sidecar": {
 			extra: []string{heredoc(`apiVersion: apps/v1
 kind: Deployment
