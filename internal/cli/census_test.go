@@ -237,7 +237,7 @@ spec:
 // TestClusters_WarnsWhatIsNotModelled: a workload whose proxy mounts a credential socket gets
 // the sds-external cluster meshscope does not predict (R45), and clusters and diff say so.
 func TestClusters_WarnsWhatIsNotModelled(t *testing.T) {
-	sock := strings.Replace(fixture.Seed, "        - name: test-app\n          image: nginx\n", "        - name: test-app\n          image: nginx\n          volumeMounts: [{name: cred, mountPath: /var/run/secrets/credential-uds}]\n", -1)
+	sock := strings.ReplaceAll(fixture.Seed, "        - name: test-app\n          image: nginx\n", "        - name: test-app\n          image: nginx\n          volumeMounts: [{name: cred, mountPath: /var/run/secrets/credential-uds}]\n")
 	if sock == fixture.Seed {
 		t.Fatal("the seed's container is not where the test expects it")
 	}
