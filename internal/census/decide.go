@@ -108,7 +108,13 @@ func newDecider(inv *mesh.Inventory) *decider {
 		// C3: without the webhook configurations, Istio's default install, with one set of
 		// revision webhooks per istiod revision the inventory runs.
 		hooks = DefaultWebhooks("")
-		revs := revisions(inv)
+		var revs []string
+		for name := range revisionsOf(inv) {
+			if name != defaultRevision {
+				revs = append(revs, name)
+			}
+		}
+		slices.Sort(revs)
 		for _, r := range revs {
 			hooks = append(hooks, DefaultWebhooks(r)...)
 		}
@@ -147,21 +153,6 @@ func selector(s *metav1.LabelSelector) labels.Selector {
 		return labels.Nothing()
 	}
 	return sel
-}
-
-// revisions are the non-default istiod revisions the inventory runs: Deployments labelled
-// app=istiod with an istio.io/rev other than "default".
-func revisions(inv *mesh.Inventory) []string {
-	var out []string
-	for _, w := range inv.Workloads {
-		if w.Kind == "Deployment" && w.Labels["app"] == "istiod" {
-			if r := w.Labels[RevisionLabel]; r != "" && r != defaultRevision && !slices.Contains(out, r) {
-				out = append(out, r)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (d *decider) decide(w *Workload) {

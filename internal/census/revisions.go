@@ -21,7 +21,8 @@ type Revision struct {
 
 var imageVersion = regexp.MustCompile(`:v?(\d+\.\d+)(?:\.\d+)?(?:[-.@].*)?$`)
 
-// revisions reads the istiod Deployments: labelled app=istiod, the revision from istio.io/rev.
+// revisionsOf reads the istiod revisions the inventory runs: Deployments labelled app=istiod (on
+// the Deployment or its pods), the revision from the Deployment's istio.io/rev ("default" without).
 func revisionsOf(inv *mesh.Inventory) map[string]Revision {
 	out := map[string]Revision{}
 	for _, w := range inv.Workloads {
