@@ -199,10 +199,12 @@ func (c *Census) VMs() []*mesh.VMProxy { return c.vms }
 func (c *Census) AssumedSentence() string {
 	n := 0
 	var nss []string
+	seen := map[string]bool{}
 	for _, w := range c.all {
 		if w.Reason == AssumedInjected {
 			n++
-			if !slices.Contains(nss, w.Namespace) {
+			if !seen[w.Namespace] {
+				seen[w.Namespace] = true
 				nss = append(nss, w.Namespace)
 			}
 		}
@@ -295,7 +297,7 @@ func (l LeftOut) String() string {
 	return fmt.Sprintf("%d %s no sidecar (%s)", l.Total(), what, strings.Join(parts, ", "))
 }
 
-// LeftOut counts the workloads of the given namespaces ("" or none: all) that run no sidecar.
+// LeftOut counts the workloads that run no sidecar, by reason.
 func (c *Census) LeftOut() LeftOut {
 	out := LeftOut{}
 	for _, w := range c.all {

@@ -221,13 +221,7 @@ func (d *observedDependenciesDataSource) selectWorkloads(ctx context.Context, in
 		inNs = append(inNs, cw.Mesh())
 		known = append(known, cw.Name)
 	}
-	if !namespaceKnown(inv, ns) {
-		hint := didyoumean.DidYouMean(ns, inv.NamespaceNames())
-		if inv.Empty() {
-			hint = mesh.EmptyHint
-		}
-		diags.AddAttributeError(path.Root("namespace"), "Namespace Not Found",
-			fmt.Sprintf("The namespace %q is not in the inventory.%s Add the Namespace to the provider's manifests or correct the name.", ns, hint))
+	if namespaceNotFound(&diags, inv, ns, "") {
 		return nil, diags
 	}
 	var out []*mesh.Workload

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -123,18 +124,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 	}
 	// The inventory with this provider's own writes: a read after an apply sees it.
 	inv, livePr := d.data.live()
-	if !namespaceKnown(inv, proxy.Namespace) {
-		hint := didyoumean.DidYouMean(proxy.Namespace, inv.NamespaceNames())
-		if inv.Empty() {
-			hint = mesh.EmptyHint
-		}
-		resp.Diagnostics.AddAttributeError(
-			path.Root("namespace"),
-			"Namespace Not Found",
-			fmt.Sprintf("The namespace %q is not in the inventory, so no pod can run there.%s "+
-				"Add the Namespace to the provider's manifests or correct the name.",
-				proxy.Namespace, hint),
-		)
+	if namespaceNotFound(&resp.Diagnostics, inv, proxy.Namespace, ", so no pod can run there") {
 		return
 	}
 
@@ -185,6 +175,22 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 
 	resp.Diagnostics.Append(model.setPrediction(res, baseline)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
+}
+
+// namespaceNotFound adds the error of a namespace attribute the inventory does not know, with the
+// nearest names (or why the inventory is empty), and reports whether it did. why follows "is not
+// in the inventory" (", so no pod can run there"; "" for nothing).
+func namespaceNotFound(diags *diag.Diagnostics, inv *mesh.Inventory, ns, why string) bool {
+	if namespaceKnown(inv, ns) {
+		return false
+	}
+	hint := didyoumean.DidYouMean(ns, inv.NamespaceNames())
+	if inv.Empty() {
+		hint = mesh.EmptyHint
+	}
+	diags.AddAttributeError(path.Root("namespace"), "Namespace Not Found",
+		fmt.Sprintf("The namespace %q is not in the inventory%s.%s Add the Namespace to the provider's manifests or correct the name.", ns, why, hint))
+	return true
 }
 
 // namespaceKnown reports whether the inventory declares the namespace or holds an object in it.

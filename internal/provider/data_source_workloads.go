@@ -2,18 +2,14 @@ package provider
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/census"
-	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
-	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider/validators"
 )
 
@@ -95,13 +91,7 @@ func (d *workloadsDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	inv, pr := d.data.live()
 	ns := m.Namespace.ValueString()
-	if ns != "" && !namespaceKnown(inv, ns) {
-		hint := didyoumean.DidYouMean(ns, inv.NamespaceNames())
-		if inv.Empty() {
-			hint = mesh.EmptyHint
-		}
-		resp.Diagnostics.AddAttributeError(path.Root("namespace"), "Namespace Not Found",
-			fmt.Sprintf("The namespace %q is not in the inventory.%s Add the Namespace to the provider's manifests or correct the name.", ns, hint))
+	if ns != "" && namespaceNotFound(&resp.Diagnostics, inv, ns, "") {
 		return
 	}
 	c := pr.Census()
