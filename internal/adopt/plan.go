@@ -96,7 +96,11 @@ func (n *nsPlan) notes(g *group, notes []string) []string {
 			case traffic.ClassPassthrough:
 				switch {
 				case c.Host == "":
-					line = fmt.Sprintf("%s went through PassthroughCluster to an address Istio could not name: find the destination (the proxy's access log names it) and add a ServiceEntry for it.", what)
+					line = fmt.Sprintf("%s went through PassthroughCluster: Istio could not name the destination. ", what)
+					if len(c.Possibly) > 0 {
+						line += fmt.Sprintf("Possibly %s: its server counted as many calls from a caller it could not name, as a plaintext call without mTLS looks; a hint, not evidence. ", strings.Join(c.Possibly, " or "))
+					}
+					line += "Find it in the proxy's access log: an external address needs a ServiceEntry; a service of the mesh needs to be declared, and an in-mesh Service called through PassthroughCluster was not in the caller's scope."
 				case net.ParseIP(c.Host) != nil:
 					line = fmt.Sprintf("%s went through PassthroughCluster: add a ServiceEntry whose addresses hold %s, with the host name it serves.", what, c.Host)
 				default:

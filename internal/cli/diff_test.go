@@ -238,7 +238,7 @@ func TestDiffObserved(t *testing.T) {
 			t.Fatalf("-o %s: exit %d, want 3: %s", o, code, errs)
 		}
 		goldenFile(t, filepath.Join("testdata", "diff", "observed."+o), out)
-		if !strings.Contains(errs, "shop/gone: 6 calls") {
+		if !strings.Contains(errs, "shop/gone: 6 requests") {
 			t.Errorf("-o %s: stderr does not report the unknown caller:\n%s", o, errs)
 		}
 	}

@@ -243,7 +243,7 @@ func reportUnknown(ev *traffic.Evidence, keep func(ns string) bool, stderr io.Wr
 	if r.CallerCount > 0 {
 		fmt.Fprintf(stderr, "warning: %s not in the inventory; their calls are left out. Give their manifests with -f:\n", plural(r.CallerCount, "calling workload is", "calling workloads are"))
 		for _, u := range r.Callers {
-			fmt.Fprintf(stderr, "  %s/%s: %s over %s (%s)\n", u.Namespace, u.Workload, traffic.Quantity(u.Count, "call", "calls"), ev.Window, plural(u.Series, "series", "series"))
+			fmt.Fprintf(stderr, "  %s/%s: %s over %s (%s)\n", u.Namespace, u.Workload, u.Amount(), ev.Window, plural(u.Series, "series", "series"))
 		}
 		andMore(stderr, r.CallerCount-len(r.Callers))
 	}
@@ -253,7 +253,7 @@ func reportUnknown(ev *traffic.Evidence, keep func(ns string) bool, stderr io.Wr
 	if r.HostCount > 0 {
 		fmt.Fprintf(stderr, "warning: calls go to %s the inventory does not hold (its manifests are likely incomplete); left out. Give their manifests with -f:\n", plural(r.HostCount, "host", "hosts"))
 		for _, h := range r.Hosts {
-			fmt.Fprintf(stderr, "  %s: %s over %s from %s\n", h.Host, traffic.Quantity(h.Count, "call", "calls"), ev.Window, plural(h.Workloads, "workload", "workloads"))
+			fmt.Fprintf(stderr, "  %s: %s over %s from %s\n", h.Host, h.Amount(), ev.Window, plural(h.Workloads, "workload", "workloads"))
 		}
 		andMore(stderr, r.HostCount-len(r.Hosts))
 	}

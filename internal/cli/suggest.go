@@ -100,7 +100,11 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if written == 0 {
 		where := "the inventory"
 		if len(namespaces) > 0 {
-			where = fmt.Sprintf("namespaces %s", quoteList(namespaces))
+			noun := "namespaces"
+			if len(namespaces) == 1 {
+				noun = "namespace"
+			}
+			where = noun + " " + quoteList(namespaces)
 		}
 		if skipped > 0 {
 			fmt.Fprintf(stderr, "error: no scope to suggest: the %d calling workloads of %s could not be given one (see the warnings above)\n", skipped, where)

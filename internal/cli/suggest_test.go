@@ -40,9 +40,9 @@ func TestSuggestGolden(t *testing.T) {
 			t.Errorf("-o %s: two runs differ", o)
 		}
 		for _, want := range []string{
-			"shop/gone: 6 calls over 7d",                      // a caller the inventory lacks
+			"shop/gone: 6 requests over 7d",                      // a caller the inventory lacks
 			"1 series has a caller Istio could not name",      // source_workload="unknown"
-			"ghost.shop.svc.cluster.local: 1 call over 7d",    // a host the inventory lacks
+			"ghost.shop.svc.cluster.local: 1 request over 7d",    // a host the inventory lacks
 			"shop/Pod/debug has no pod labels",                // a caller no selector can single out
 			`"vault.data" (30 requests over 7d, through Pass`, // a dependency the compiler refuses
 		} {
@@ -399,7 +399,7 @@ func TestSuggestBadInput(t *testing.T) {
 		{"bad window", with("--observed", suggestObserved, "--window", "7 days"), ExitUsage, []string{`"7 days"`}},
 		{"unknown namespace", with("--observed", suggestObserved, "--namespace", "shp"), ExitError, []string{`--namespace "shp"`, `Did you mean "shop"`}},
 		{"no caller in the filter", with("--observed", suggestObserved, "--namespace", "data"), ExitError, []string{"namespaces data", "made calls"}},
-		{"no caller of the inventory", with("--observed", onlyData), ExitError, []string{"made calls", "data.json", "data/nobody: 3 calls"}},
+		{"no caller of the inventory", with("--observed", onlyData), ExitError, []string{"made calls", "data.json", "data/nobody: 3 requests"}},
 		{"client flag with a file", with("--observed", suggestObserved, "--insecure"), ExitUsage, []string{"--insecure applies to --prometheus only"}},
 		{"window without a source", []string{"suggest", "-f", suggestMesh, "--window", "1d"}, ExitUsage, []string{"--prometheus URL"}},
 		{"authorization header", with("--prometheus", "http://127.0.0.1:1", "--header", "Authorization=Bearer x"), ExitUsage, []string{"--bearer-token-env"}},

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/problem"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
 )
 
@@ -239,12 +240,26 @@ func (s *evidenceSource) evidence(ctx context.Context, inv *mesh.Inventory, requ
 	if s.fault == nil {
 		return s.ev, diags
 	}
-	asError := required || s.fault.Input() || (s.mode == observedError && s.fault.Code != traffic.CodeEmpty)
-	if asError || first {
+	// In "error" mode no evidence fails the plan, whatever the reason: a gate pointed at a
+	// server that holds no Istio series must not pass every change.
+	asError := required || s.fault.Input() || s.mode == observedError
+	// A fault of the provider's settings shows once, with the first resource planned (an error
+	// there fails the plan all the same); the data source, which has nothing to read without
+	// evidence, says why each time.
+	if required || first {
 		diags.Append(s.faultDiagnostic(asError, required))
 	}
 	return nil, diags
 }
+
+// providerNote says that a diagnostic concerns the provider, though the framework shows it on
+// the resource that first read the evidence.
+const providerNote = "This concerns the provider's observed traffic settings, not this resource: it is shown once per run, " +
+	"with the first resource planned that reads the evidence."
+
+// providerSummary is the summary of a diagnostic about the provider's evidence settings or
+// what they read: the framework can only report it on a resource, so the summary says whose it is.
+func providerSummary(c problem.Code) string { return "Provider Configuration: " + c.Summary() }
 
 // overWindow says what window an answer covers: "over the last 7d", or, for an answer without
 // series (which carry the window), "in the window it covers".
@@ -274,16 +289,16 @@ func (s *evidenceSource) read(ctx context.Context, inv *mesh.Inventory) {
 	if r := ev.Unknowns(nil); r.CallerCount > 0 {
 		var names []string
 		for _, u := range r.Callers {
-			names = append(names, fmt.Sprintf("%s/%s (%s)", u.Namespace, u.Workload, traffic.Quantity(u.Count, "call", "calls")))
+			names = append(names, fmt.Sprintf("%s/%s (%s)", u.Namespace, u.Workload, u.Amount()))
 		}
 		more := ""
 		if n := r.CallerCount - len(r.Callers); n > 0 {
 			more = fmt.Sprintf(", and %d more", n)
 		}
-		s.notes.AddWarning(traffic.CodeUnknownCallers.Summary(),
+		s.notes.AddWarning(providerSummary(traffic.CodeUnknownCallers),
 			fmt.Sprintf("%s names %d calling workload(s) that the inventory does not hold: %s%s. Their calls are not checked. "+
 				"Istio names a workload by its controller (Deployment, StatefulSet, ...) or a bare Pod's name; add their "+
-				"manifests to the inventory, or ignore this if they are gone.", s.describe(), r.CallerCount, strings.Join(names, ", "), more))
+				"manifests to the inventory, or ignore this if they are gone. %s", s.describe(), r.CallerCount, strings.Join(names, ", "), more, providerNote))
 	}
 }
 
@@ -294,7 +309,7 @@ func (s *evidenceSource) faultDiagnostic(asError, required bool) diag.Diagnostic
 	summary, fix := f.Code.Summary(), "Fix the prometheus block."
 	switch f.Code {
 	case traffic.CodeEmpty:
-		return s.emptyDiagnostic(required)
+		return s.emptyDiagnostic(asError, required)
 	case traffic.CodeUnreachable:
 		fix = "Check prometheus.url and that the server is reachable from where terraform runs (a port-forward, say)."
 	case traffic.CodeTimeout:
@@ -316,6 +331,9 @@ func (s *evidenceSource) faultDiagnostic(asError, required bool) diag.Diagnostic
 		effect = "observed_traffic = \"error\" fails the plan when the evidence cannot be read; set it to \"warn\" to plan without the check."
 	}
 	detail := fmt.Sprintf("%s %s\n\nOriginal Error: %s", fix, effect, f)
+	if !required {
+		summary, detail = providerSummary(f.Code), fix+" "+effect+" "+providerNote+"\n\nOriginal Error: "+f.Error()
+	}
 	if asError {
 		return diag.NewErrorDiagnostic(summary, detail)
 	}
@@ -324,16 +342,24 @@ func (s *evidenceSource) faultDiagnostic(asError, required bool) diag.Diagnostic
 
 // emptyDiagnostic says the answer holds no Istio series: a warning for the scopes, which are
 // then not checked, and an error for the data source, which has nothing to read.
-func (s *evidenceSource) emptyDiagnostic(required bool) diag.Diagnostic {
+func (s *evidenceSource) emptyDiagnostic(asError, required bool) diag.Diagnostic {
+	if asError && !required {
+		return diag.NewErrorDiagnostic(providerSummary(traffic.CodeEmpty),
+			fmt.Sprintf("%s holds no series of istio_requests_total or istio_tcp_connections_opened_total %s. "+
+				"That is no evidence, not evidence of no traffic, and observed_traffic = \"error\" fails the plan without evidence: "+
+				"a check that passes every change is no check. Check that the server is the one that scrapes the sidecars' metrics "+
+				"(port 15020, /stats/prometheus), and that the window is not longer than its retention; or set observed_traffic = \"warn\" "+
+				"to plan without the check. %s", s.describe(), overWindow(s.fault.Window), providerNote))
+	}
 	if required {
 		return diag.NewErrorDiagnostic(traffic.CodeEmpty.Summary(),
 			fmt.Sprintf("%s holds no series of istio_requests_total or istio_tcp_connections_opened_total %s, "+
 				"so there are no observed dependencies to read. That is no evidence, not evidence of no traffic. Check that "+
 				"Prometheus scrapes the sidecars' metrics and that the window is not longer than its retention.", s.describe(), overWindow(s.fault.Window)))
 	}
-	return diag.NewWarningDiagnostic(traffic.CodeEmpty.Summary(),
+	return diag.NewWarningDiagnostic(providerSummary(traffic.CodeEmpty),
 		fmt.Sprintf("%s holds no series of istio_requests_total or istio_tcp_connections_opened_total %s. "+
 			"That is no evidence, not evidence of no traffic: the scopes were not checked against traffic. Check that "+
 			"Prometheus scrapes the sidecars' metrics (port 15020, /stats/prometheus), and that the window is not longer "+
-			"than its retention.", s.describe(), overWindow(s.fault.Window)))
+			"than its retention. With observed_traffic = \"error\" this fails the plan. %s", s.describe(), overWindow(s.fault.Window), providerNote))
 }

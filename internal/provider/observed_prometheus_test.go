@@ -101,7 +101,7 @@ func TestObservedPrometheus_WarnsWithExactCounts(t *testing.T) {
 						regexp.QuoteMeta(prom.URL) + `\):\n  - bar\.bar\.svc\.cluster\.local: 35 requests; add \{ service = "bar\.bar" \}\n`)},
 				expectWarning{rec: rec, summary: "Observed Calls Outside The Registry", attr: "dependencies", detail: regexp.MustCompile(
 					`api\.example\.com: 7 requests through PassthroughCluster; add a ServiceEntry`)},
-				expectWarning{rec: rec, summary: "Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(`foo/ghost \(3 calls\)`)},
+				expectWarning{rec: rec, summary: "Provider Configuration: Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(`foo/ghost \(3 requests\).*not this resource: it is shown once per run`)},
 				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review"),
 					knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectPartial(
 						observedChecks([]string{"bar.bar.svc.cluster.local"}, 1, []string{}))})),
@@ -291,7 +291,7 @@ func TestObservedPrometheus_UnreachableWarns(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				expectWarning{rec: rec, summary: "Prometheus Unreachable", attr: "", detail: regexp.MustCompile(
+				expectWarning{rec: rec, summary: "Provider Configuration: Prometheus Unreachable", attr: "", detail: regexp.MustCompile(
 					`(?s)prometheus\.url.*cannot reach Prometheus at http://` + regexp.QuoteMeta(addr) + `.*connection refused`)},
 				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("observed_missing"), knownvalue.Null()),
 			}},
@@ -312,10 +312,27 @@ func TestObservedPrometheus_NoIstioSeriesWarns(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				expectWarning{rec: rec, summary: "No Istio Traffic Observed", attr: "", detail: regexp.MustCompile(
+				expectWarning{rec: rec, summary: "Provider Configuration: No Istio Traffic Observed", attr: "", detail: regexp.MustCompile(
 					`Prometheus at ` + regexp.QuoteMeta(prom.URL) + ` holds no series of istio_requests_total or istio_tcp_connections_opened_total over the last 7d\. That is no evidence, not evidence of no traffic`)},
 				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("observed_missing_count"), knownvalue.Null()),
 			}},
+		}},
+	})
+}
+
+// In "error" mode, a Prometheus without Istio series fails the plan (issue 23): a gate pointed
+// at a server that scrapes no sidecars must not pass every change. The error shows once.
+func TestObservedPrometheus_NoIstioSeriesFailsErrorMode(t *testing.T) {
+	at := testenv.EvaluationTime(time.Now())
+	om := fmt.Sprintf("# TYPE up gauge\nup{job=\"node\"} 1 %d\nup{job=\"node\"} 1 %d\n# EOF\n", at.Add(-time.Minute).Unix(), at.Unix())
+	prom := testenv.StartPrometheus(t, strings.NewReader(om), testenv.PrometheusOptions{})
+	config := seedProvider(t, nil, prometheusBlock(fmt.Sprintf("url = %q", prom.URL)), `observed_traffic = "error"`) + seedScopes
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerAt(at, &diagRecorder{}),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ExpectError: regexp.MustCompile(`(?s)Error: Provider Configuration: No Istio Traffic Observed.*` + regexp.QuoteMeta(prom.URL) +
+				`.*observed_traffic\s+=\s+"error"\s+fails\s+the\s+plan\s+without\s+evidence`),
 		}},
 	})
 }

@@ -73,8 +73,8 @@ func TestWorkloadScope_ObservedWarnings(t *testing.T) {
 						`  - bar\.bar\.svc\.cluster\.local: 35 requests; add \{ service = "bar\.bar" \}\n`)},
 				expectWarning{rec: rec, summary: "Observed Calls Outside The Registry", attr: "dependencies", detail: regexp.MustCompile(
 					`(?s)"foo/Deployment/test-app".*api\.example\.com: 7 requests through PassthroughCluster; add a ServiceEntry for the host`)},
-				expectWarning{rec: rec, summary: "Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(
-					`1 calling workload\(s\) that the inventory does not hold: foo/ghost \(3 calls\)`)},
+				expectWarning{rec: rec, summary: "Provider Configuration: Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(
+					`1 calling workload\(s\) that the inventory does not hold: foo/ghost \(3 requests\)`)},
 				expectWarning{rec: rec, summary: "Observed Hosts Not In The Inventory", attr: "dependencies", detail: regexp.MustCompile(
 					`"bar/Deployment/test-app" called 1 service host\(s\) over the last 7d that the inventory does not hold: legacy\.bar\.svc\.cluster\.local \(4 requests\)`)},
 			}},
@@ -88,7 +88,7 @@ func TestWorkloadScope_ObservedWarnings(t *testing.T) {
 	// Fetched once per provider instance: the note about foo/ghost comes once per plan, not per scope.
 	n := 0
 	for _, w := range rec.warnings() {
-		if w.Summary == "Observed Callers Not In The Inventory" {
+		if w.Summary == "Provider Configuration: Observed Callers Not In The Inventory" {
 			n++
 		}
 	}

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,7 +67,9 @@ func (c Call) Matches(dependency string, ports []uint32, namespace, domain strin
 	}
 	dep := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(dependency)), ".")
 	if ns, rest, ok := strings.Cut(dep, "/"); ok && rest == "*" {
-		return c.Class == ClassService && strings.HasSuffix(c.Service, "."+ns)
+		// Sidecar egress "ns/*" imports every host of ns the workload can see: its Services and
+		// the hosts of its ServiceEntries exported to the workload's namespace.
+		return slices.Contains(c.Namespaces, ns)
 	}
 	if c.Class == ClassServiceEntry {
 		return dep == c.Host || istioconfig.HostSubsetOf(dep, c.Host)

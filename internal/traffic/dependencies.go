@@ -72,12 +72,5 @@ func Dependencies(calls []Call) []Dependency {
 // CountPhrase says what a dependency's count is: "1,204 requests", "3 connections" or
 // "1,204 requests and 3 connections", over the window.
 func (d Dependency) CountPhrase(window string) string {
-	var parts []string
-	if d.Requests > 0 || d.TCP == 0 {
-		parts = append(parts, Quantity(d.Requests, "request", "requests"))
-	}
-	if d.TCP > 0 {
-		parts = append(parts, Quantity(d.TCP, "connection", "connections"))
-	}
-	return strings.Join(parts, " and ") + " over " + window
+	return Amounts(d.Requests, d.TCP) + " over " + window
 }

@@ -13,9 +13,9 @@ const ReportLimit = 10
 // inventory called.
 type UnknownHost struct {
 	Host string
-	// Count is the number of calls to it, Workloads the number of workloads that made them.
-	Count     float64
-	Workloads int
+	// Requests and Connections count the calls to it, Workloads the workloads that made them.
+	Requests, Connections float64
+	Workloads             int
 }
 
 // Report is what the evidence holds that the inventory does not: none of it is silently
@@ -64,7 +64,11 @@ func (e *Evidence) Unknowns(keep func(ns string) bool) Report {
 				h = &UnknownHost{Host: c.Host}
 				hosts[c.Host] = h
 			}
-			h.Count += c.Count
+			if c.TCP {
+				h.Connections += c.Count
+			} else {
+				h.Requests += c.Count
+			}
 			if !seen[c.Host] {
 				seen[c.Host] = true
 				h.Workloads++
@@ -80,3 +84,22 @@ func (e *Evidence) Unknowns(keep func(ns string) bool) Report {
 	}
 	return r
 }
+
+// Amounts says how many requests and connections there were, never adding one to the other:
+// "2,110 requests", "100 connections", "2,110 requests and 100 connections".
+func Amounts(requests, connections float64) string {
+	var parts []string
+	if requests > 0 || connections == 0 {
+		parts = append(parts, Quantity(requests, "request", "requests"))
+	}
+	if connections > 0 {
+		parts = append(parts, Quantity(connections, "connection", "connections"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Amount is Amounts of the workload's calls.
+func (u UnknownWorkload) Amount() string { return Amounts(u.Requests, u.Connections) }
+
+// Amount is Amounts of the calls to the host.
+func (h UnknownHost) Amount() string { return Amounts(h.Requests, h.Connections) }

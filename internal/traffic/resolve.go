@@ -59,6 +59,15 @@ type Call struct {
 	// OnlyPort is the destination's port when it has exactly one (a single-port Service or
 	// ServiceEntry), else 0: then a call whose port the metrics do not give still has a certain port.
 	OnlyPort int
+	// Namespaces are the namespaces whose config makes Host a host of the registry for the
+	// caller: the Service's own, or those of the ServiceEntries of Host exported to the
+	// caller's namespace. A scope's "ns/*" imports the host when ns is one of them.
+	Namespaces []string
+	// Possibly are services of the registry that a call Istio could not name may have gone to:
+	// their servers counted, over the same window and in the same unit, calls of the same order
+	// from a caller they could not name (a plaintext TCP connection carries no peer metadata).
+	// A hint only, never evidence: it is empty for every other call.
+	Possibly []string
 }
 
 // Unit is what Count counts.
@@ -87,8 +96,10 @@ func (c Call) InRegistry() bool { return c.Class == ClassService || c.Class == C
 // UnknownWorkload is a calling workload that the inventory does not hold.
 type UnknownWorkload struct {
 	Namespace, Workload string
-	Count               float64
-	Series              int
+	// Requests and Connections count its calls as the calls of a known workload are counted:
+	// a call both proxies reported counts once.
+	Requests, Connections float64
+	Series                int
 }
 
 // Evidence is a snapshot resolved against an inventory: the calls of every workload.
@@ -131,11 +142,14 @@ type registry struct {
 	// to itself, for istioconfig.MostSpecificHostMatch.
 	entries, wildcard map[string]string
 	sePorts           map[string][]int // the port numbers of each ServiceEntry host
+	seDefs            map[string][]*mesh.ServiceEntry
+	inv               *mesh.Inventory
 }
 
 func newRegistry(inv *mesh.Inventory, domain string) *registry {
 	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)),
-		entries: map[string]string{}, wildcard: map[string]string{}, sePorts: map[string][]int{}}
+		entries: map[string]string{}, wildcard: map[string]string{}, sePorts: map[string][]int{},
+		seDefs: map[string][]*mesh.ServiceEntry{}, inv: inv}
 	for _, s := range inv.Services {
 		r.services[s.Name+"."+s.Namespace+".svc."+domain] = s
 	}
@@ -144,6 +158,7 @@ func newRegistry(inv *mesh.Inventory, domain string) *registry {
 			for _, p := range se.Spec.GetPorts() {
 				r.sePorts[h] = append(r.sePorts[h], int(p.GetNumber()))
 			}
+			r.seDefs[h] = append(r.seDefs[h], se)
 			if istioconfig.IsWildcard(h) {
 				r.wildcard[h] = h
 			} else {
@@ -191,6 +206,28 @@ func (r *registry) resolveName(raw, ns string) (host string, port int, class Cla
 		}
 	}
 	return name, port, ClassUnknown, nil
+}
+
+// namespaces are the Call's Namespaces: the Service's namespace, or those of the ServiceEntries
+// of host that Sidecar egress in the caller's namespace can import (visible to istiod, exported
+// to the caller).
+func (r *registry) namespaces(host string, class Class, s *mesh.Service, caller string) []string {
+	switch {
+	case class == ClassService && s != nil:
+		return []string{s.Namespace}
+	case class != ClassServiceEntry:
+		return nil
+	}
+	var out []string
+	for _, se := range r.seDefs[host] {
+		if r.inv.NamespaceVisible(se.Namespace) &&
+			istioconfig.ExportedTo(istioconfig.EffectiveExportTo(se.Spec.GetExportTo(), r.inv.Mesh.DefaultServiceExportTo), se.Namespace, caller) &&
+			!slices.Contains(out, se.Namespace) {
+			out = append(out, se.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // onlyPort is the destination's single port number, or 0 when it has none or several.
@@ -253,14 +290,52 @@ type callAcc struct {
 	Call
 	source, destination float64
 	protocols           []string
-	// sourceReported: a client proxy reported this call.
-	sourceReported bool
+	// sourceReported and destinationReported: a client proxy, or a server proxy, reported this call.
+	sourceReported, destinationReported bool
 }
+
+// absorb adds o's reports to a's: the same calls, named with and without their port.
+func (a *callAcc) absorb(o *callAcc) {
+	a.source += o.source
+	a.destination += o.destination
+	a.sourceReported = a.sourceReported || o.sourceReported
+	a.destinationReported = a.destinationReported || o.destinationReported
+	a.Passthrough = a.Passthrough || o.Passthrough
+	for _, p := range o.protocols {
+		if !slices.Contains(a.protocols, p) {
+			a.protocols = append(a.protocols, p)
+		}
+	}
+}
+
+func (a *callAcc) count() float64 { return max(a.source, a.destination) }
+
+// ReporterSlack is how far two proxies' counts of the same calls may differ and still be the
+// same calls: Prometheus extrapolates each series' increase() from its own scrapes, so the
+// client's and the server's counts of one call rarely agree to the unit. A remainder within
+// max(1, ReporterSlack × the count) is such a difference, not calls of their own.
+const ReporterSlack = 0.02
+
+// negligible says a remainder of what is left of whole is the reporters' disagreement.
+func negligible(left, whole float64) bool { return left < 1 || left <= ReporterSlack*whole }
 
 // Resolve maps the snapshot's series onto the inventory's workloads and hosts. domain is the
 // cluster's DNS suffix. Both reporters are read: the client's proxy (reporter="source") says
 // whether a call went through PassthroughCluster; the server's (reporter="destination") names
-// the real service even then. A call both reported counts once, the larger of the two counts.
+// the real service even then.
+//
+// One call counts once (the rule the adopting guide states):
+//   - Per caller, host, port and unit, a call both proxies reported counts the larger of the two
+//     counts, never their sum.
+//   - A row without a port (one proxy's series has no destination_port, say because the
+//     Telemetry that adds it applies only in the server's namespace) merges into the row of the
+//     same host with a port when there is one such row. When there are several, it keeps only
+//     what the other reporter's port rows do not already count.
+//   - Requests (istio_requests_total) and connections (istio_tcp_connections_opened_total) are
+//     never added together.
+//   - A workload's passthrough connections to an address Istio could not name are explained by
+//     the calls only the server named (the client's proxy could not); what they do not explain
+//     stays, as its own entry.
 func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 	ev := &Evidence{Source: snap.Source, Window: snap.Window, Series: len(snap.Series), calls: map[string][]Call{}}
 	reg := newRegistry(inv, domain)
@@ -270,7 +345,7 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 	for _, w := range all {
 		workloads[w.Namespace+"/"+w.Name] = true
 	}
-	unknown := map[string]*UnknownWorkload{}
+	unknownSeries := map[string]int{}
 	acc := map[callKey]*callAcc{}
 	// Per workload and unit: does its own proxy report, and did it pass anything through?
 	type flags struct{ sidecar, passthrough bool }
@@ -284,24 +359,29 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 		}
 		return f
 	}
+	// Calls to services of the registry that their servers counted from a caller Istio could
+	// not name, per host and unit: the hints of Possibly.
+	type hostUnit struct {
+		host string
+		tcp  bool
+	}
+	unnamed := map[hostUnit]float64{}
 
 	for _, s := range snap.Series {
+		tcp := s.Metric == TCPConnectionsMetric
 		if s.SourceWorkload == "" || s.SourceWorkload == "unknown" || s.SourceNamespace == "" || s.SourceNamespace == "unknown" {
 			ev.Unattributed++
+			if s.Reporter == "destination" {
+				if host, class, _ := reg.lookup(s.DestinationService); class == ClassService || class == ClassServiceEntry {
+					unnamed[hostUnit{host, tcp}] += s.Count
+				}
+			}
 			continue
 		}
 		wk := s.SourceNamespace + "/" + s.SourceWorkload
 		if !workloads[wk] {
-			u := unknown[wk]
-			if u == nil {
-				u = &UnknownWorkload{Namespace: s.SourceNamespace, Workload: s.SourceWorkload}
-				unknown[wk] = u
-			}
-			u.Count += s.Count
-			u.Series++
-			continue
+			unknownSeries[wk]++
 		}
-		tcp := s.Metric == TCPConnectionsMetric
 		fromSource := s.Reporter != "destination"
 		var (
 			host        string
@@ -352,6 +432,7 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 			}
 			if a.InRegistry() {
 				a.OnlyPort = reg.onlyPort(host, class, svc)
+				a.Namespaces = reg.namespaces(host, class, svc, s.SourceNamespace)
 			}
 			acc[k] = a
 		}
@@ -360,6 +441,7 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 			a.sourceReported = true
 		} else {
 			a.destination += s.Count
+			a.destinationReported = true
 		}
 		a.Passthrough = a.Passthrough || passthrough
 		if s.Protocol != "" && !slices.Contains(a.protocols, s.Protocol) {
@@ -367,31 +449,70 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 		}
 	}
 
+	mergePortless(acc)
+
 	// A call only the server reported, from a workload whose own proxy reports and passed calls
 	// of the same kind through PassthroughCluster, is one of those passthrough calls: the server
-	// names the service the client's proxy could not. Passthrough entries without a usable host
-	// (TCP's "unknown", an IP address) are then explained by those calls and dropped.
-	explained := map[string]bool{}
+	// names the service the client's proxy could not. Those calls explain as many of the
+	// workload's passthrough calls without a usable host (TCP's "unknown", an IP address); what
+	// they do not explain stays.
+	explained := map[string]float64{}
 	for _, a := range acc {
-		f := seen[a.Namespace+"/"+a.Workload+"|"+strconv.FormatBool(a.TCP)]
-		if !a.sourceReported && f != nil && f.sidecar && f.passthrough && a.InRegistry() {
+		key := a.Namespace + "/" + a.Workload + "|" + strconv.FormatBool(a.TCP)
+		if f := seen[key]; !a.sourceReported && f != nil && f.sidecar && f.passthrough && a.InRegistry() {
 			a.Passthrough = true
-			explained[a.Namespace+"/"+a.Workload+"|"+strconv.FormatBool(a.TCP)] = true
+			explained[key] += a.count()
 		}
 	}
+	var nameless []callKey
 	for k, a := range acc {
-		if a.Class == ClassPassthrough && (a.Host == "" || net.ParseIP(a.Host) != nil) &&
-			explained[a.Namespace+"/"+a.Workload+"|"+strconv.FormatBool(a.TCP)] {
-			delete(acc, k)
+		if a.Class == ClassPassthrough && (a.Host == "" || net.ParseIP(a.Host) != nil) {
+			nameless = append(nameless, k)
 		}
+	}
+	slices.SortFunc(nameless, func(x, y callKey) int {
+		return cmp.Or(strings.Compare(x.workload, y.workload), compareBool(x.tcp, y.tcp), strings.Compare(x.host, y.host), cmp.Compare(x.port, y.port))
+	})
+	for _, k := range nameless {
+		a := acc[k]
+		key := a.Namespace + "/" + a.Workload + "|" + strconv.FormatBool(a.TCP)
+		whole := a.source
+		take := min(explained[key], a.source)
+		explained[key] -= take
+		a.source -= take
+		if take > 0 && negligible(a.source, whole) {
+			delete(acc, k)
+			continue
+		}
+		// What the servers counted from callers they could not name, of the same order.
+		for hu, n := range unnamed {
+			if hu.tcp == a.TCP && n >= a.source/2 && n <= a.source*2 {
+				a.Possibly = append(a.Possibly, hu.host)
+			}
+		}
+		slices.Sort(a.Possibly)
 	}
 
+	unknown := map[string]*UnknownWorkload{}
 	for _, a := range acc {
 		c := a.Call
-		c.Count = max(a.source, a.destination)
+		c.Count = a.count()
 		slices.Sort(a.protocols)
 		c.Protocol = strings.Join(a.protocols, ",")
 		k := c.Namespace + "/" + c.Workload
+		if !workloads[k] {
+			u := unknown[k]
+			if u == nil {
+				u = &UnknownWorkload{Namespace: c.Namespace, Workload: c.Workload, Series: unknownSeries[k]}
+				unknown[k] = u
+			}
+			if c.TCP {
+				u.Connections += c.Count
+			} else {
+				u.Requests += c.Count
+			}
+			continue
+		}
 		ev.calls[k] = append(ev.calls[k], c)
 	}
 	for k, calls := range ev.calls {
@@ -406,6 +527,59 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Workload, b.Workload))
 	})
 	return ev
+}
+
+// mergePortless merges each row without a port into the rows of the same caller, host, unit
+// and class that have one (Resolve's rule): into the one such row, or, when there are several,
+// keeping only what the other reporter's port rows do not count.
+func mergePortless(acc map[callKey]*callAcc) {
+	type group struct {
+		workload, host string
+		tcp            bool
+		class          Class
+	}
+	rows := map[group][]callKey{}
+	portless := map[group]callKey{}
+	for k := range acc {
+		if k.host == "" {
+			continue
+		}
+		g := group{k.workload, k.host, k.tcp, k.class}
+		if k.port == 0 {
+			portless[g] = k
+		} else {
+			rows[g] = append(rows[g], k)
+		}
+	}
+	for g, pk := range portless {
+		ports := rows[g]
+		p := acc[pk]
+		switch len(ports) {
+		case 0:
+			continue
+		case 1:
+			acc[ports[0]].absorb(p)
+			delete(acc, pk)
+			continue
+		}
+		// Several ports: what one reporter counted on ports, the other may have counted without.
+		var onlySource, onlyDestination float64
+		for _, k := range ports {
+			r := acc[k]
+			if !r.sourceReported {
+				onlyDestination += r.destination
+			}
+			if !r.destinationReported {
+				onlySource += r.source
+			}
+		}
+		whole := p.count()
+		p.source = max(0, p.source-onlyDestination)
+		p.destination = max(0, p.destination-onlySource)
+		if p.count() < whole && negligible(p.count(), whole) {
+			delete(acc, pk)
+		}
+	}
 }
 
 func compareCalls(a, b Call) int {

@@ -74,7 +74,14 @@ func ParseSnapshot(name string, data []byte) (*Snapshot, error) {
 		}
 	}
 	snap := &Snapshot{Source: name, Series: make([]Series, 0, len(vec))}
+	// Prometheus never answers with two samples of one series: a vector cannot hold them.
+	first := make(map[model.Fingerprint]int, len(vec))
 	for i, s := range vec {
+		if j, dup := first[s.Metric.Fingerprint()]; dup && s.Metric.Equal(vec[j].Metric) {
+			return nil, fail("result[%d] repeats the labels of result[%d]: Prometheus never answers with one series twice, "+
+				"so the file was edited or joined from several answers; write it again with %s", i, j, SnapshotCommand(DefaultWindow))
+		}
+		first[s.Metric.Fingerprint()] = i
 		sr, err := seriesFromSample(s, fmt.Sprintf("result[%d]", i))
 		if err != nil {
 			return nil, fail("%s", err)

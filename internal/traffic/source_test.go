@@ -249,7 +249,7 @@ func TestUnknowns(t *testing.T) {
 	}
 	ev := Resolve(&Snapshot{Window: "7d", Series: series}, inventory(t), "cluster.local")
 	r := ev.Unknowns(nil)
-	if r.CallerCount != ReportLimit+2 || len(r.Callers) != ReportLimit || r.Callers[0].Workload != "gone-00" || r.Callers[1].Count != 2 {
+	if r.CallerCount != ReportLimit+2 || len(r.Callers) != ReportLimit || r.Callers[0].Workload != "gone-00" || r.Callers[1].Requests != 2 {
 		t.Errorf("callers = %d %+v", r.CallerCount, r.Callers)
 	}
 	if r.Unattributed != 1 {
@@ -258,7 +258,7 @@ func TestUnknowns(t *testing.T) {
 	if r.HostCount != ReportLimit+3 || len(r.Hosts) != ReportLimit {
 		t.Fatalf("hosts = %d %+v", r.HostCount, r.Hosts)
 	}
-	if h := r.Hosts[0]; h.Host != "ghost.shop.svc.cluster.local" || h.Count != 5 || h.Workloads != 1 {
+	if h := r.Hosts[0]; h.Host != "ghost.shop.svc.cluster.local" || h.Requests != 3 || h.Connections != 2 || h.Amount() != "3 requests and 2 connections" || h.Workloads != 1 {
 		t.Errorf("first host = %+v, want ghost with 5 calls from 1 workload", h)
 	}
 	other := ev.Unknowns(func(ns string) bool { return ns == "pay" })

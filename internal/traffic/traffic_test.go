@@ -122,7 +122,7 @@ func TestResolve_ClassifiesDestinations(t *testing.T) {
 			t.Errorf("%s: protocol %q, want %q", k, c.Protocol, w.protocol)
 		}
 	}
-	if len(ev.UnknownWorkloads) != 1 || ev.UnknownWorkloads[0].Workload != "gone" || ev.UnknownWorkloads[0].Count != 6 {
+	if len(ev.UnknownWorkloads) != 1 || ev.UnknownWorkloads[0].Workload != "gone" || ev.UnknownWorkloads[0].Requests != 6 {
 		t.Errorf("unknown workloads = %+v, want shop/gone with 6", ev.UnknownWorkloads)
 	}
 	if ev.Unattributed != 1 {
@@ -185,8 +185,8 @@ func TestCut_KeepsCallsWithoutAnOutboundCluster(t *testing.T) {
 }
 
 func TestMatches_DependencyFormsAndPorts(t *testing.T) {
-	svc := Call{Host: "payments.pay.svc.cluster.local", Port: 80, Class: ClassService, Service: "payments.pay"}
-	se := Call{Host: "*.googleapis.com", Class: ClassServiceEntry}
+	svc := Call{Host: "payments.pay.svc.cluster.local", Port: 80, Class: ClassService, Service: "payments.pay", Namespaces: []string{"pay"}}
+	se := Call{Host: "*.googleapis.com", Class: ClassServiceEntry, Namespaces: []string{"shop"}}
 	for _, tc := range []struct {
 		c     Call
 		dep   string
@@ -206,6 +206,8 @@ func TestMatches_DependencyFormsAndPorts(t *testing.T) {
 		{se, "storage.googleapis.com", nil, "shop", true},
 		{se, "*.googleapis.com", nil, "shop", true},
 		{se, "api.example.com", nil, "shop", false},
+		{se, "shop/*", nil, "shop", true},
+		{se, "pay/*", nil, "shop", false},
 		{Call{Host: "x.example.org", Class: ClassPassthrough}, "x.example.org", nil, "shop", false},
 	} {
 		if got := tc.c.Matches(tc.dep, tc.ports, tc.ns, "cluster.local"); got != tc.want {
