@@ -398,7 +398,7 @@ func TestSuggestBadInput(t *testing.T) {
 		{"window mismatch the other way", with("--observed", thirty, "--window", "7d"), ExitError, []string{"--window 7d", "window 30d"}},
 		{"bad window", with("--observed", suggestObserved, "--window", "7 days"), ExitUsage, []string{`"7 days"`}},
 		{"unknown namespace", with("--observed", suggestObserved, "--namespace", "shp"), ExitError, []string{`--namespace "shp"`, `Did you mean "shop"`}},
-		{"no caller in the filter", with("--observed", suggestObserved, "--namespace", "data"), ExitError, []string{"namespaces data", "made calls"}},
+		{"no caller in the filter", with("--observed", suggestObserved, "--namespace", "data"), ExitError, []string{"no workload of namespace data made calls", "made calls"}},
 		{"no caller of the inventory", with("--observed", onlyData), ExitError, []string{"made calls", "data.json", "data/nobody: 3 requests"}},
 		{"client flag with a file", with("--observed", suggestObserved, "--insecure"), ExitUsage, []string{"--insecure applies to --prometheus only"}},
 		{"window without a source", []string{"suggest", "-f", suggestMesh, "--window", "1d"}, ExitUsage, []string{"--prometheus URL"}},
