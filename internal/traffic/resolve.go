@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"cmp"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -64,8 +65,8 @@ type Call struct {
 	// caller's namespace. A scope's "ns/*" imports the host when ns is one of them.
 	Namespaces []string
 	// Possibly are services of the registry that a call Istio could not name may have gone to:
-	// their servers counted, over the same window and in the same unit, calls of the same order
-	// from a caller they could not name (a plaintext TCP connection carries no peer metadata).
+	// their servers counted, over the same window and in the same unit, within 10% as many
+	// calls from a caller they could not name (a plaintext TCP connection carries no peer metadata).
 	// A hint only, never evidence: it is empty for every other call.
 	Possibly []string
 }
@@ -316,6 +317,10 @@ func (a *callAcc) count() float64 { return max(a.source, a.destination) }
 // max(1, ReporterSlack × the count) is such a difference, not calls of their own.
 const ReporterSlack = 0.02
 
+// possiblySlack is how close a server's count of calls from a caller it could not name must be
+// to a workload's passthrough calls without a host for the server to be named as a hint.
+const possiblySlack = 0.1
+
 // negligible says a remainder of what is left of whole is the reporters' disagreement.
 func negligible(left, whole float64) bool { return left < 1 || left <= ReporterSlack*whole }
 
@@ -486,7 +491,7 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 		}
 		// What the servers counted from callers they could not name, of the same order.
 		for hu, n := range unnamed {
-			if hu.tcp == a.TCP && n >= a.source/2 && n <= a.source*2 {
+			if hu.tcp == a.TCP && math.Abs(n-a.source) <= possiblySlack*max(n, a.source) {
 				a.Possibly = append(a.Possibly, hu.host)
 			}
 		}

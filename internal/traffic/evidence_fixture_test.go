@@ -1,0 +1,144 @@
+package traffic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
+)
+
+var updateEvidence = flag.Bool("update", false, "rewrite internal/fixture/evidence-observed.json from a real Prometheus")
+
+// evidenceCalls are the series Istio's proxies write for the calls of fixture.Evidence.
+func evidenceCalls() []testenv.IstioCall {
+	svc := func(reporter, ns, wl, name, svcNs, proto string, port, n int) testenv.IstioCall {
+		return testenv.IstioCall{Reporter: reporter, SourceNamespace: ns, SourceWorkload: wl,
+			DestinationService: name + "." + svcNs + ".svc.cluster.local", DestinationServiceName: name,
+			DestinationServiceNamespace: svcNs, Protocol: proto, Port: port, Count: n}
+	}
+	nameless := func(ns, wl string, n int) testenv.IstioCall {
+		return testenv.IstioCall{Reporter: "source", SourceNamespace: ns, SourceWorkload: wl, DestinationService: "unknown",
+			DestinationServiceName: PassthroughCluster, Protocol: "tcp", Count: n}
+	}
+	external := func(ns, wl, host, proto string, n int) testenv.IstioCall {
+		return testenv.IstioCall{Reporter: "source", SourceNamespace: ns, SourceWorkload: wl, DestinationService: host,
+			DestinationServiceName: host, DestinationServiceNamespace: ns, Protocol: proto, Count: n}
+	}
+	return []testenv.IstioCall{
+		// web calls checkout; the VirtualService sends every request to checkout-v2, and both
+		// proxies name the cluster after routing.
+		svc("source", "shop", "web", "checkout-v2", "shop", "http", 0, 1000),
+		svc("destination", "shop", "web", "checkout-v2", "shop", "http", 0, 998),
+		// The Telemetry that adds destination_port applies to cart's proxy only.
+		svc("source", "shop", "web", "cart", "shop", "http", 0, 1000),
+		svc("destination", "shop", "web", "cart", "shop", "http", 80, 1000),
+		// cart: 500 connections the client could not name; redis's proxy names 100 of them.
+		nameless("shop", "cart", 500),
+		svc("destination", "shop", "cart", "redis", "data", "tcp", 6379, 100),
+		// worker: 300 plaintext connections; db counts 290 from a caller it cannot name.
+		nameless("shop", "worker", 300),
+		svc("destination", "unknown", "unknown", "db", "data", "tcp", 5432, 290),
+		// payments calls two ServiceEntry hosts of its own namespace.
+		external("pay", "payments", "api.stripe.com", "tcp", 88),
+		external("pay", "payments", "*.googleapis.com", "tcp", 12),
+		// gone is not in the inventory: 2,110 requests that both proxies counted, and 100 connections.
+		svc("source", "shop", "gone", "cart", "shop", "http", 0, 2110),
+		svc("destination", "shop", "gone", "cart", "shop", "http", 0, 2100),
+		svc("source", "shop", "gone", "redis", "data", "tcp", 0, 100),
+	}
+}
+
+// The fixture's snapshot is what a real Prometheus holding those series answers to meshscope's
+// query (at the instant the samples end, so the counts are whole).
+func TestEvidenceFixture_IsPrometheusAnswer(t *testing.T) {
+	at := testenv.EvaluationTime(time.Now())
+	var om bytes.Buffer
+	if err := testenv.WriteOpenMetrics(&om, evidenceCalls(), testenv.OpenMetricsOptions{At: at}); err != nil {
+		t.Fatal(err)
+	}
+	prom := testenv.StartPrometheus(t, &om, testenv.PrometheusOptions{})
+	live := queryAt(t, prom.URL, Query(DefaultWindow), at)
+	if *updateEvidence {
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, live, "", " "); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("../fixture/evidence-observed.json", append(pretty.Bytes(), '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Skip("rewrote internal/fixture/evidence-observed.json; run the test again without -update")
+	}
+	want, err := ParseSnapshot("live", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := evidenceSnapshot(t)
+	if g, w := seriesKeys(got.Series), seriesKeys(want.Series); !slices.Equal(g, w) || got.Window != want.Window || len(g) != len(evidenceCalls()) {
+		t.Errorf("internal/fixture/evidence-observed.json holds\n%s\nbut Prometheus answers\n%s\n(go test ./internal/traffic -run TestEvidenceFixture_IsPrometheusAnswer -update rewrites it)",
+			strings.Join(g, "\n"), strings.Join(w, "\n"))
+	}
+}
+
+func seriesKeys(s []Series) []string {
+	var out []string
+	for _, x := range s {
+		out = append(out, fmt.Sprintf("%+v", x))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// queryAt is the answer of Prometheus at base to an instant query at the instant at.
+func queryAt(t *testing.T, base, query string, at time.Time) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := url.Values{"query": {query}, "time": {fmt.Sprint(at.Unix())}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("query answered %d: %s %v", resp.StatusCode, body, err)
+	}
+	return body
+}
+
+func evidenceSnapshot(t *testing.T) *Snapshot {
+	t.Helper()
+	snap, err := ParseSnapshot("evidence-observed.json", []byte(fixture.EvidenceObserved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func evidenceMesh(t *testing.T) *mesh.Inventory {
+	t.Helper()
+	inv := mesh.New()
+	if err := inv.AddYAML("evidence.yaml", []byte(fixture.Evidence)); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func fixtureObserved() string { return fixture.EvidenceObserved }
