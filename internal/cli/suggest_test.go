@@ -40,9 +40,9 @@ func TestSuggestGolden(t *testing.T) {
 			t.Errorf("-o %s: two runs differ", o)
 		}
 		for _, want := range []string{
-			"shop/gone: 6 requests over 7d",                      // a caller the inventory lacks
+			"shop/gone: 6 requests over 7d",                   // a caller the inventory lacks
 			"1 series has a caller Istio could not name",      // source_workload="unknown"
-			"ghost.shop.svc.cluster.local: 1 request over 7d",    // a host the inventory lacks
+			"ghost.shop.svc.cluster.local: 1 request over 7d", // a host the inventory lacks
 			"shop/Pod/debug has no pod labels",                // a caller no selector can single out
 			`"vault.data" (30 requests over 7d, through Pass`, // a dependency the compiler refuses
 		} {
