@@ -1,8 +1,10 @@
 package adopt
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 	"github.com/meshscope/terraform-provider-meshscope/internal/traffic"
@@ -136,6 +138,7 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 		}
 	}
 	var out []Dependency
+	at := map[string]int{}
 	for _, d := range traffic.Dependencies(kept) {
 		if portless {
 			d.Ports = nil
@@ -144,7 +147,47 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 		if passthrough[d.Service] {
 			evidence += ", through PassthroughCluster today"
 		}
+		at[d.Service] = len(out)
 		out = append(out, Dependency{Dependency: d, Evidence: evidence})
+	}
+	// Istio's metrics name the host after routing: a call to a VirtualService's host that routes
+	// elsewhere is counted under the destination. Declaring the VirtualService's host imports the
+	// VirtualService and its destinations; the destination stays declared, since the workload
+	// may also call it directly.
+	reroutes := n.pred.Reroutes(n.ns)
+	var added []Dependency
+	for _, c := range kept {
+		if !c.InRegistry() {
+			continue
+		}
+		for _, r := range reroutes[c.Host] {
+			svc := cmp.Or(r.FromService, r.From)
+			if _, bad := refused[svc]; bad {
+				continue
+			}
+			why := fmt.Sprintf("the VirtualService %s routes it to %s, under which Istio counts its calls", r.VirtualService, c.Dependency())
+			if i, ok := at[svc]; ok {
+				if i >= 0 && !strings.Contains(out[i].Evidence, why) {
+					out[i].Evidence += "; " + why
+				}
+				continue
+			}
+			if i, ok := at[c.Dependency()]; ok && i >= 0 && !strings.Contains(out[i].Evidence, "possibly calls to") {
+				out[i].Evidence += fmt.Sprintf(", possibly calls to %s that the VirtualService %s routes here", svc, r.VirtualService)
+			}
+			d := Dependency{Dependency: traffic.Dependency{Service: svc}, Evidence: why}
+			if !portless {
+				for _, p := range r.FromPorts {
+					d.Ports = append(d.Ports, uint32(p))
+				}
+			}
+			at[svc] = -1
+			added = append(added, d)
+		}
+	}
+	if len(added) > 0 {
+		out = append(out, added...)
+		slices.SortFunc(out, func(a, b Dependency) int { return strings.Compare(a.Service, b.Service) })
 	}
 	return out
 }

@@ -96,7 +96,7 @@ func (n *nsPlan) notes(g *group, notes []string) []string {
 			case traffic.ClassPassthrough:
 				switch {
 				case c.Host == "":
-					line = fmt.Sprintf("%s went through PassthroughCluster: Istio could not name the destination. ", what)
+					line = fmt.Sprintf("%s went through PassthroughCluster. ", what)
 					if len(c.Possibly) > 0 {
 						line += fmt.Sprintf("Possibly %s: its server counted as many calls from a caller it could not name, as a plaintext call without mTLS looks; a hint, not evidence. ", strings.Join(c.Possibly, " or "))
 					}

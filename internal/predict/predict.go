@@ -35,6 +35,8 @@ type Predictor struct {
 	budget       int
 	// siblings predict the proxies of revisions at other Istio releases (C12), by "major.minor".
 	siblings map[string]*Predictor
+	// reroutes are Reroutes' answers, by namespace (guarded by mu).
+	reroutes map[string]map[string][]Reroute
 }
 
 // sortedBudget bounds the outbound clusters a Predictor keeps sorted for

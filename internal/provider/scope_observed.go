@@ -77,6 +77,24 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, re
 				diags.AddAttributeWarning(path.Root("dependencies"), review.CodeCutsObservedCalls.Summary(), detail)
 			}
 		}
+		if len(o.Rerouted) > 0 {
+			var lines []string
+			for _, r := range firstN(o.Rerouted, limit) {
+				lines = append(lines, fmt.Sprintf("  - %s: %s, which the VirtualService %s routes to from %s; %s",
+					callTarget(r.Call), r.Amount(), r.VirtualService, r.From, fixText(r.Fix)))
+			}
+			if len(o.Rerouted) > limit {
+				lines = append(lines, fmt.Sprintf("  - and %d more", len(o.Rerouted)-limit))
+			}
+			diags.AddAttributeWarning(path.Root("dependencies"), review.CodeReroutedHostNotImported.Summary(),
+				fmt.Sprintf("Under this scope the workload %q would have no cluster for a host whose VirtualService routes to a "+
+					"host it called over the last %s (%s):\n%s\nIstio's metrics name the host after routing, so these calls may "+
+					"be calls to the VirtualService's host. Without that host the VirtualService is not imported, and its calls "+
+					"lose their route: under ALLOW_ANY they pass through to the service's address, bypassing the VirtualService "+
+					"and mTLS; under REGISTRY_ONLY they fail. Declare the VirtualService's host (which imports the VirtualService "+
+					"and its destinations); if the workload calls only the destination directly, this warning can be ignored.",
+					rv.Key, window, src.describe(), strings.Join(lines, "\n")))
+		}
 		if len(o.Outside) > 0 {
 			var lines []string
 			for _, c := range firstN(o.Outside, limit) {
@@ -84,6 +102,9 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, re
 				how := "through PassthroughCluster"
 				if c.Class == traffic.ClassBlackHole {
 					how = "dropped into BlackHoleCluster (failing)"
+				}
+				if c.Host == "" {
+					fix = namelessFix(c.Call)
 				}
 				lines = append(lines, fmt.Sprintf("  - %s: %s %s; %s", displayHost(c.Call), c.Amount(), how, fix))
 			}
@@ -106,6 +127,16 @@ func addObserved(diags *diag.Diagnostics, src *evidenceSource, window string, re
 					rv.Key, len(o.Unknown), window, strings.Join(hosts, ", ")))
 		}
 	}
+}
+
+// namelessFix is what to do about calls through PassthroughCluster that Istio could not name.
+func namelessFix(c traffic.Call) string {
+	fix := "find the destination in the proxy's access log: an external address needs a ServiceEntry, a service of the mesh a dependency"
+	if len(c.Possibly) > 0 {
+		fix = "possibly " + strings.Join(c.Possibly, " or ") + " (a hint, not evidence: its server counted as many " +
+			"connections from a caller it could not name, as plaintext calls without mTLS look); " + fix
+	}
+	return fix
 }
 
 // displayHost names a call's host, or says that Istio could not.

@@ -29,6 +29,8 @@ var (
 		"Some of the workloads the scope selects run no sidecar: they are left out of the review, and the Sidecar does nothing to them.")
 	CodeProxyFeaturesNotModelled = define("MS3012", problem.Warning, "Proxy Features Not Modelled",
 		"A reviewed workload's pods ask for something istiod adds clusters for that meshscope does not predict (HBONE listening, a credential socket).")
+	CodeReroutedHostNotImported = define("MS3013", problem.Warning, "Rerouted Host Not Imported",
+		"A workload's calls counted under a host reach it through a VirtualService of another host that the workload would have no cluster for. Istio's metrics name the host after routing, so the calls may be calls to the VirtualService's host: without it the VirtualService is not imported, and those calls lose their route.")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )
@@ -44,6 +46,8 @@ func RiskCode(kind string) problem.Code {
 		return CodeDropsRoutedHost
 	case predict.RiskRootNamespace:
 		return CodeRootNamespaceNotInScope
+	case RiskReroutedHostDropped:
+		return CodeReroutedHostNotImported
 	}
 	return CodeRiskyTightening
 }

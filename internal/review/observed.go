@@ -26,6 +26,98 @@ type Observed struct {
 	Outside []CutCall
 	// Unknown are the calls to service clusters of hosts the inventory lacks.
 	Unknown []traffic.Call
+	// Rerouted are the calls counted under a host that a VirtualService of another host, which
+	// the workload would have no cluster for, routes to (the metrics name the host after routing).
+	Rerouted []ReroutedCall
+}
+
+// ReroutedCall is an observed call to a host that a VirtualService of another host routes to,
+// while the workload would have no cluster for that other host: the VirtualService is then not
+// imported, and if the application called the other host, its calls lose their route.
+type ReroutedCall struct {
+	traffic.Call
+	predict.Reroute
+	// New says this change drops the VirtualService's host: the base has a cluster for it, or
+	// has no such workload. A scope review leaves it false.
+	New bool
+	// Fix declares the VirtualService's host.
+	Fix Fix
+}
+
+// rerouted returns the calls that reach their host through a VirtualService whose own host the
+// proxy with these outbound clusters has no cluster for.
+func rerouted(calls []traffic.Call, outbound []predict.Cluster, reroutes map[string][]predict.Reroute) []ReroutedCall {
+	if len(reroutes) == 0 {
+		return nil
+	}
+	var out []ReroutedCall
+	var have map[string]bool
+	for _, c := range calls {
+		if !c.InRegistry() {
+			continue
+		}
+		for _, r := range reroutes[c.Host] {
+			if have == nil {
+				have = make(map[string]bool, len(outbound))
+				for _, cl := range outbound {
+					if cl.Direction == predict.Outbound {
+						have[cl.FQDN] = true
+					}
+				}
+			}
+			if !have[r.From] {
+				out = append(out, ReroutedCall{Call: c, Reroute: r})
+			}
+		}
+	}
+	return out
+}
+
+// rerouteFixes sets the Fix of every rerouted call: declare the VirtualService's host, with its
+// ports unless the rule lists none.
+func rerouteFixes(route *Routability, ns string, calls []ReroutedCall, rule portRule) {
+	var deps []scope.Dependency
+	for i := range calls {
+		r := calls[i].Reroute
+		d := scope.Dependency{Service: cmp.Or(r.FromService, r.From)}
+		if rule != noPorts {
+			for _, p := range r.FromPorts {
+				d.Ports = append(d.Ports, uint32(p))
+			}
+		}
+		calls[i].Fix.Dependency = d
+		deps = append(deps, d)
+	}
+	if len(deps) == 0 {
+		return
+	}
+	for i, pb := range route.Refusals(ns, deps) {
+		calls[i].Fix.Refused = pb
+	}
+}
+
+// WithReroutes is calls and, for every call counted under a host that a VirtualService of
+// another host routes to, a call to that other host with no port: the calls a dependency on the
+// VirtualService's host may account for, since the metrics name the host after routing.
+func WithReroutes(calls []traffic.Call, reroutes map[string][]predict.Reroute) []traffic.Call {
+	var extra []traffic.Call
+	for _, c := range calls {
+		if !c.InRegistry() {
+			continue
+		}
+		for _, r := range reroutes[c.Host] {
+			from := traffic.Call{Namespace: c.Namespace, Workload: c.Workload, Host: r.From, Protocol: c.Protocol,
+				Class: traffic.ClassServiceEntry, Count: c.Count, TCP: c.TCP, Service: r.FromService, Namespaces: r.FromNamespaces}
+			if r.FromService != "" {
+				from.Class = traffic.ClassService
+			}
+			extra = append(extra, from)
+		}
+	}
+	if len(extra) == 0 {
+		return calls
+	}
+	return append(slices.Clone(calls), extra...)
 }
 
 // CutCall is an observed call with what lets it through.

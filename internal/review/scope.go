@@ -167,11 +167,14 @@ func (r *Reviewer) observe(ev *traffic.Evidence, head *predict.Predictor, decl s
 	for i := range ws {
 		w := &ws[i]
 		calls := ev.Calls(w.Proxy.Namespace, w.Proxy.Name)
-		o := &Observed{Unobserved: Unobserved(calls, decl.Dependencies, decl.Namespace, r.opts.DomainSuffix)}
+		reroutes := head.Reroutes(w.Proxy.Namespace)
+		o := &Observed{Unobserved: Unobserved(WithReroutes(calls, reroutes), decl.Dependencies, decl.Namespace, r.opts.DomainSuffix)}
 		if len(calls) > 0 {
-			for _, c := range idx.cut(calls, head.Outbound(w.Proxy.Proxy())) {
+			outbound := head.Outbound(w.Proxy.Proxy())
+			for _, c := range idx.cut(calls, outbound) {
 				o.Cut = append(o.Cut, CutCall{Call: c})
 			}
+			o.Rerouted = rerouted(calls, outbound, reroutes)
 		}
 		for _, c := range calls {
 			switch c.Class {
@@ -183,6 +186,7 @@ func (r *Reviewer) observe(ev *traffic.Evidence, head *predict.Predictor, decl s
 		}
 		fixes(r.route, w.Proxy.Namespace, o.Cut, rule)
 		fixes(r.route, w.Proxy.Namespace, o.Outside, rule)
+		rerouteFixes(r.route, w.Proxy.Namespace, o.Rerouted, rule)
 		w.Observed = o
 	}
 }

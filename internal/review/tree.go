@@ -2,6 +2,7 @@ package review
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -50,6 +51,9 @@ type Change struct {
 	// Cut are, with evidence, the workload's observed calls the head tree cuts, new ones first,
 	// then the largest counts; nil without evidence or when none is cut.
 	Cut []CutCall
+	// Rerouted are, with evidence, the workload's observed calls that reach their host through a
+	// VirtualService of another host which the head tree drops and the base tree keeps.
+	Rerouted []ReroutedCall
 }
 
 // Each calls fn with each workload of either tree whose cluster list changes, sorted by
@@ -120,6 +124,12 @@ func (t *Tree) Each(fn func(Change) error) error {
 		}
 		if t.ev != nil && s.inHead {
 			c.Cut = t.cuts(s.head, s.inBase)
+			c.Rerouted = t.rerouted(s.head, s.inBase)
+			for _, r := range c.Rerouted {
+				c.Risks = append(c.Risks, predict.Risk{Kind: RiskReroutedHostDropped, Host: r.From,
+					Message: fmt.Sprintf("drops %s, whose VirtualService %s routes to %s, which it called (%s): the calls may be calls to %s, and lose their route; declare %s",
+						r.From, r.VirtualService, r.To, r.Amount(), r.From, r.Fix.Dependency.Element())})
+			}
 		}
 		if err := fn(c); err != nil {
 			return err
@@ -151,6 +161,11 @@ func (t *Tree) EachUnchangedCut(changed func(key string) bool, fn func(Change) e
 	}
 	return nil
 }
+
+// RiskReroutedHostDropped is the risk of a workload that loses its clusters for a host whose
+// VirtualService routes to a host it called: the metrics name the host after routing, so the
+// calls may be calls to the dropped host, and lose their route.
+const RiskReroutedHostDropped = "rerouted_host_dropped"
 
 // RiskSidecarStops is the risk of a workload that stops running a sidecar: its traffic leaves
 // the mesh (no mTLS, no policy, no telemetry).
@@ -189,6 +204,33 @@ func (t *Tree) cuts(w predict.WorkloadProxy, inBase bool) []CutCall {
 		return cmp.Or(boolRank(!a.New)-boolRank(!b.New), cmp.Compare(int64(b.Count+0.5), int64(a.Count+0.5)),
 			strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
 	})
+	return out
+}
+
+// rerouted are the workload's observed calls that reach their host through a VirtualService
+// of another host the head tree has no cluster for, and the base tree (when it holds the
+// workload) has: the ones this change drops.
+func (t *Tree) rerouted(w predict.WorkloadProxy, inBase bool) []ReroutedCall {
+	calls := t.ev.Calls(w.Namespace, w.Name)
+	if len(calls) == 0 {
+		return nil
+	}
+	reroutes := t.head.Reroutes(w.Namespace)
+	out := rerouted(calls, t.head.Outbound(w.Proxy()), reroutes)
+	if len(out) == 0 {
+		return nil
+	}
+	if inBase {
+		before := map[string]bool{}
+		for _, r := range rerouted(calls, t.base.Outbound(w.Proxy()), t.base.Reroutes(w.Namespace)) {
+			before[r.From+"|"+r.Host] = true
+		}
+		out = slices.DeleteFunc(out, func(r ReroutedCall) bool { return before[r.From+"|"+r.Host] })
+	}
+	for i := range out {
+		out[i].New = true
+	}
+	rerouteFixes(t.route, w.Namespace, out, metricPort)
 	return out
 }
 
