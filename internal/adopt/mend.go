@@ -113,7 +113,7 @@ func (n *nsPlan) leftOutEvidence(svc string, calls []traffic.Call) string {
 	if len(deps) != 1 {
 		return ""
 	}
-	evidence := deps[0].CountPhrase(n.ev.Window)
+	evidence := deps[0].CountPhrase(n.ev.Span())
 	if slices.ContainsFunc(of, func(c traffic.Call) bool { return c.Passthrough }) {
 		evidence += ", through PassthroughCluster today"
 	}
@@ -143,7 +143,7 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 		if portless {
 			d.Ports = nil
 		}
-		evidence := d.CountPhrase(n.ev.Window)
+		evidence := d.CountPhrase(n.ev.Span())
 		if passthrough[d.Service] {
 			evidence += ", through PassthroughCluster today"
 		}

@@ -27,7 +27,7 @@ func (n *nsPlan) build(g *group) (Scope, bool) {
 		calls = append(calls, m.calls...)
 		s.Workloads = append(s.Workloads, m.id())
 	}
-	s.Header = append(s.Header, fmt.Sprintf("%s: the calls observed over %s.", strings.Join(capped(s.Workloads, NoteLimit), ", "), n.ev.Window))
+	s.Header = append(s.Header, fmt.Sprintf("%s: the calls observed over %s.", strings.Join(capped(s.Workloads, NoteLimit), ", "), n.ev.Span()))
 	if len(g.members) > 1 {
 		s.Header = append(s.Header, "One scope for these workloads: a selector that selects one of them selects the others too, and two scopes must never select one workload.")
 	}
@@ -49,7 +49,7 @@ func (n *nsPlan) build(g *group) (Scope, bool) {
 		}
 		if dropped := review.Unobserved(calls, decl.Dependencies, ns, n.domain); len(dropped) > 0 {
 			s.Header = append(s.Header, fmt.Sprintf("It imports today, and this scope drops (no calls over %s; keep any that serve rarer calls, such as a monthly job): %s.",
-				n.ev.Window, quoteList(dropped)))
+				n.ev.Span(), quoteList(dropped)))
 		}
 	} else {
 		s.Name = n.sidecarName(g, lead)
@@ -90,7 +90,7 @@ func (n *nsPlan) notes(g *group, notes []string) []string {
 			if c.Dependency() != "" {
 				continue
 			}
-			what := c.Describe(n.ev.Window)
+			what := c.Describe(n.ev.Span())
 			var line string
 			switch c.Class {
 			case traffic.ClassPassthrough:

@@ -236,7 +236,7 @@ func collectDiff(tree *review.Tree, limit int, ev *traffic.Evidence) ([]DiffRow,
 	if err != nil || ev == nil {
 		return rows, nil, err
 	}
-	obs := &observedReview{source: ev.Source, window: ev.Window}
+	obs := &observedReview{source: ev.Source, window: ev.Span()}
 	changed := changedSet(rows)
 	err = tree.EachUnchangedCut(func(k string) bool { return changed[k] }, func(c review.Change) error {
 		obs.unchanged = append(obs.unchanged, cutRow(c, limit))
@@ -294,7 +294,11 @@ func writeDiffJSON(w io.Writer, tree *review.Tree, limit int, ev *traffic.Eviden
 	if ev != nil {
 		src, _ := json.Marshal(ev.Source)
 		win, _ := json.Marshal(ev.Window)
-		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, ev.Series)
+		covered := ""
+		if ev.Coverage.Covered != 0 {
+			covered = fmt.Sprintf("\n    \"covered\": %q,", ev.Coverage.Covered.String())
+		}
+		fmt.Fprintf(bw, ",\n  \"observed\": {\n    \"source\": %s,\n    \"window\": %s,%s\n    \"series\": %d,\n    \"unchanged_cut\": [", src, win, covered, ev.Series)
 		cuts := &jsonArray{w: bw, indent: "      "}
 		err := tree.EachUnchangedCut(func(k string) bool { return changed[k] }, func(c review.Change) error { return cuts.add(cutRow(c, limit)) })
 		m := cuts.n

@@ -239,11 +239,18 @@ func checkNamespaces(names []string, inv *mesh.Inventory, stderr io.Writer) int 
 // (traffic's Unknowns): callers it does not hold, callers Istio could not name, and hosts it
 // does not hold. keep filters namespaces (nil: all).
 func reportUnknown(ev *traffic.Evidence, keep func(ns string) bool, stderr io.Writer) {
+	if facts := ev.ShortFacts(); facts != "" {
+		fix := "shorten --window to the span it holds"
+		if ev.Coverage.Covered != 0 {
+			fix = "give --window " + ev.Coverage.Covered.String() + " or less"
+		}
+		fmt.Fprintf(stderr, "warning: %s. Counts are labelled with that span; %s, or query a server that keeps the window (Thanos, Mimir)\n", facts, fix)
+	}
 	r := ev.Unknowns(keep)
 	if r.CallerCount > 0 {
 		fmt.Fprintf(stderr, "warning: %s not in the inventory; their calls are left out. Give their manifests with -f:\n", plural(r.CallerCount, "calling workload is", "calling workloads are"))
 		for _, u := range r.Callers {
-			fmt.Fprintf(stderr, "  %s/%s: %s over %s (%s)\n", u.Namespace, u.Workload, u.Amount(), ev.Window, plural(u.Series, "series", "series"))
+			fmt.Fprintf(stderr, "  %s/%s: %s over %s (%s)\n", u.Namespace, u.Workload, u.Amount(), ev.Span(), plural(u.Series, "series", "series"))
 		}
 		andMore(stderr, r.CallerCount-len(r.Callers))
 	}
@@ -253,7 +260,7 @@ func reportUnknown(ev *traffic.Evidence, keep func(ns string) bool, stderr io.Wr
 	if r.HostCount > 0 {
 		fmt.Fprintf(stderr, "warning: calls go to %s the inventory does not hold (its manifests are likely incomplete); left out. Give their manifests with -f:\n", plural(r.HostCount, "host", "hosts"))
 		for _, h := range r.Hosts {
-			fmt.Fprintf(stderr, "  %s: %s over %s from %s\n", h.Host, h.Amount(), ev.Window, plural(h.Workloads, "workload", "workloads"))
+			fmt.Fprintf(stderr, "  %s: %s over %s from %s\n", h.Host, h.Amount(), ev.Span(), plural(h.Workloads, "workload", "workloads"))
 		}
 		andMore(stderr, r.HostCount-len(r.Hosts))
 	}

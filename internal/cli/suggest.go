@@ -80,9 +80,9 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	bw := bufio.NewWriter(stdout)
 	var sw suggestionWriter
 	if *out == "tf.json" {
-		sw = newJSONWriter(bw, ev.Window)
+		sw = newJSONWriter(bw, ev.Span())
 	} else {
-		sw = newHCLWriter(bw, ev.Window)
+		sw = newHCLWriter(bw, ev.Span())
 	}
 	// Namespace by namespace, so that a whole mesh's plan is never held in memory.
 	written, skipped := 0, 0
@@ -110,7 +110,7 @@ func runSuggest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "error: no scope to suggest: the %d calling workloads of %s could not be given one (see the warnings above)\n", skipped, where)
 		} else {
 			fmt.Fprintf(stderr, "error: no workload of %s made calls in the window %s of %s (%d series read): nothing to suggest. "+
-				"Check that the manifests (-f) and the evidence are of the same mesh, and the --namespace filter.\n", where, ev.Window, ev.Source, ev.Series)
+				"Check that the manifests (-f) and the evidence are of the same mesh, and the --namespace filter.\n", where, ev.Span(), ev.Source, ev.Series)
 		}
 		return ExitError
 	}

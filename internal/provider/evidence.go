@@ -286,6 +286,18 @@ func (s *evidenceSource) read(ctx context.Context, inv *mesh.Inventory) {
 		"source": ev.Source, "window": ev.Window, "series": ev.Series,
 		"workloads": len(ev.Workloads()), "duration": time.Since(start).Round(time.Millisecond).String(),
 	})
+	if facts := ev.ShortFacts(); facts != "" {
+		fix := "Shorten prometheus.window to the span it holds"
+		if ev.Coverage.Covered != 0 {
+			fix = fmt.Sprintf("Set prometheus.window to %q or less", ev.Coverage.Covered.String())
+		}
+		s.notes.AddWarning(providerSummary(traffic.CodeShortWindow),
+			fmt.Sprintf("%s. Prometheus answers a longer window all the same; the counts in these warnings are labelled with the span "+
+				"it holds. %s, or query a server that keeps the window (Thanos, Mimir). %s", facts, fix, providerNote))
+	}
+	if ev.Coverage.Err != nil {
+		tflog.Warn(ctx, "could not check the span Prometheus holds", map[string]any{"error": ev.Coverage.Err.Error()})
+	}
 	if r := ev.Unknowns(nil); r.CallerCount > 0 {
 		var names []string
 		for _, u := range r.Callers {

@@ -97,11 +97,15 @@ func TestObservedPrometheus_WarnsWithExactCounts(t *testing.T) {
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				expectWarning{rec: rec, summary: "Scope Cuts Observed Calls", attr: "dependencies", detail: regexp.MustCompile(
-					`"foo/Deployment/test-app" would have no cluster for 1 destination\(s\) it called over the last 7d \(Prometheus at ` +
+					`"foo/Deployment/test-app" would have no cluster for 1 destination\(s\) it called over the last 3[01]m \(Prometheus holds no older Istio sample; 7d asked\) \(Prometheus at ` +
 						regexp.QuoteMeta(prom.URL) + `\):\n  - bar\.bar\.svc\.cluster\.local: 35 requests; add \{ service = "bar\.bar" \}\n`)},
 				expectWarning{rec: rec, summary: "Observed Calls Outside The Registry", attr: "dependencies", detail: regexp.MustCompile(
 					`api\.example\.com: 7 requests through PassthroughCluster; add a ServiceEntry`)},
 				expectWarning{rec: rec, summary: "Provider Configuration: Observed Callers Not In The Inventory", attr: "", detail: regexp.MustCompile(`foo/ghost \(3 requests\).*not this resource: it is shown once per run`)},
+				// The seed's series span 30 minutes: the 7d window is longer than Prometheus holds.
+				expectWarning{rec: rec, summary: "Provider Configuration: Window Longer Than Prometheus Holds", attr: "", detail: regexp.MustCompile(
+					`Prometheus at ` + regexp.QuoteMeta(prom.URL) + ` holds Istio samples from .* on: 3[01]m of the 7d window asked for \(its retention is 15d\); ` +
+						`the counts cover that span only\. .*Set prometheus\.window to "3[01]m" or less`)},
 				plancheck.ExpectKnownValue("meshscope_workload_scope.foo", tfjsonpath.New("review"),
 					knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectPartial(
 						observedChecks([]string{"bar.bar.svc.cluster.local"}, 1, []string{}))})),

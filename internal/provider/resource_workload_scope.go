@@ -453,7 +453,7 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 	addRisks(&diags, rv.Workloads, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
 	diags.Append(evDiags...)
 	if ev != nil {
-		addObserved(&diags, r.data.evidence, ev.Window, rv.Workloads, r.data.reviewHostLimit)
+		addObserved(&diags, r.data.evidence, ev.Span(), rv.Workloads, r.data.reviewHostLimit)
 	}
 	checkBudget(&diags, m.MaxClusters, rv, decl)
 	if diags.HasError() {

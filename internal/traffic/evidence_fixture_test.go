@@ -142,3 +142,42 @@ func evidenceMesh(t *testing.T) *mesh.Inventory {
 }
 
 func fixtureObserved() string { return fixture.EvidenceObserved }
+
+// A window longer than the server holds: Prometheus answers it all the same. Its retention
+// (15d) and its oldest Istio sample (30 minutes before the evaluation) say how much the counts
+// cover, and the evidence says so; a window inside the span is not short.
+func TestLoad_WindowLongerThanPrometheusHolds(t *testing.T) {
+	at := testenv.EvaluationTime(time.Now())
+	var om bytes.Buffer
+	if err := testenv.WriteOpenMetrics(&om, evidenceCalls(), testenv.OpenMetricsOptions{At: at}); err != nil {
+		t.Fatal(err)
+	}
+	prom := testenv.StartPrometheus(t, &om, testenv.PrometheusOptions{})
+	load := func(window string) *Evidence {
+		t.Helper()
+		src := Source{Prometheus: &Prometheus{URL: prom.URL, Timeout: time.Minute}, Window: window, Now: func() time.Time { return at }}
+		ev, err := Load(context.Background(), src, evidenceMesh(t), "cluster.local")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	ev := load("365d")
+	c := ev.Coverage
+	if !ev.Short() || c.Retention != "15d" || c.Err != nil || (c.Covered.String() != "30m" && c.Covered.String() != "31m") {
+		t.Fatalf("coverage = %+v (short %v), want 15d retention and about 30m covered", c, ev.Short())
+	}
+	if got := ev.Span(); got != c.Covered.String()+" (Prometheus holds no older Istio sample; 365d asked)" {
+		t.Errorf("span = %q", got)
+	}
+	if facts := ev.ShortFacts(); !strings.Contains(facts, "of the 365d window asked for (its retention is 15d); the counts cover that span only") {
+		t.Errorf("facts = %q", facts)
+	}
+	// The counts are the same: the series lie inside both windows.
+	if calls := ev.Calls("shop", "web"); len(calls) != 2 || calls[0].Count != 1000 {
+		t.Errorf("web's calls = %+v", calls)
+	}
+	if ev := load("20m"); ev.Short() || ev.Span() != "20m" {
+		t.Errorf("20m: coverage %+v, span %q, want the window covered", ev.Coverage, ev.Span())
+	}
+}

@@ -55,6 +55,8 @@ var (
 		"Workloads the inventory does not hold made calls; their calls are not checked. Give their manifests, or ignore this if they are gone.")
 	CodeUnattributed = problem.Define("MS2022", problem.Warning, pkg, "Observed Callers Istio Could Not Name",
 		"Series whose caller Istio could not name (source_workload=\"unknown\": a client without a sidecar, or outside the mesh); they are left out.")
+	CodeShortWindow = problem.Define("MS2024", problem.Warning, pkg, "Window Longer Than Prometheus Holds",
+		"The window asked for is longer than the span Prometheus holds: its retention is shorter, or its oldest Istio sample is younger. Prometheus answers all the same, and the counts cover only the span it holds; they are labelled with that span. Shorten the window to it, or query a server with a longer retention (Thanos, Mimir).")
 	CodeUnknownHosts = problem.Define("MS2023", problem.Warning, pkg, "Observed Hosts Not In The Inventory",
 		"Calls went to service hosts the inventory does not hold; they are not checked. The inventory is likely incomplete: give the manifests of those services.")
 )

@@ -79,6 +79,10 @@ func Fetch(ctx context.Context, cfg Prometheus, now time.Time) (*Snapshot, error
 			Err: fmt.Errorf("Prometheus at %s answered the query with a %s, not an instant vector", cfg.URL, val.Type())}
 	}
 	snap := &Snapshot{Source: cfg.URL, Window: window, Series: make([]Series, 0, len(vec))}
+	if len(vec) > 0 {
+		d, _ := ParseWindow(window) // checked
+		snap.Coverage = coverage(ctx, promv1.NewAPI(client), d, now)
+	}
 	for i, s := range vec {
 		sr, err := seriesFromSample(s, fmt.Sprintf("series %d of the answer", i))
 		if err != nil {

@@ -105,8 +105,11 @@ type UnknownWorkload struct {
 
 // Evidence is a snapshot resolved against an inventory: the calls of every workload.
 type Evidence struct {
-	// Source and Window are the snapshot's.
+	// Source and Window are the snapshot's. Window is the window asked for; Span names the
+	// span the counts really cover.
 	Source, Window string
+	// Coverage is how much of the window a live server holds (the snapshot's).
+	Coverage Coverage
 	// Series is the number of Istio series read, 0 when Prometheus held none in the window.
 	Series int
 	// UnknownWorkloads are the callers the inventory does not hold, sorted.
@@ -342,7 +345,7 @@ func negligible(left, whole float64) bool { return left < 1 || left <= ReporterS
 //     the calls only the server named (the client's proxy could not); what they do not explain
 //     stays, as its own entry.
 func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
-	ev := &Evidence{Source: snap.Source, Window: snap.Window, Series: len(snap.Series), calls: map[string][]Call{}}
+	ev := &Evidence{Source: snap.Source, Window: snap.Window, Coverage: snap.Coverage, Series: len(snap.Series), calls: map[string][]Call{}}
 	reg := newRegistry(inv, domain)
 	// Istio's metrics name a workload as the census does (C1): a CronJob's pods by the CronJob.
 	all := census.Take(inv).All()

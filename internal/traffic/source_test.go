@@ -133,6 +133,10 @@ func fakeServer(t *testing.T, status int, body string) (*httptest.Server, func()
 	var mu sync.Mutex
 	var auth, at string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query" { // a compatible server without the coverage endpoints
+			http.NotFound(w, r)
+			return
+		}
 		_ = r.ParseForm()
 		mu.Lock()
 		auth, at = r.Header.Get("Authorization"), r.Form.Get("time")

@@ -102,6 +102,8 @@ type Snapshot struct {
 	// Window is the window the counts cover.
 	Window string
 	Series []Series
+	// Coverage is how much of the window a live server holds; zero for a file.
+	Coverage Coverage
 }
 
 // seriesFromSample reads one sample of the answer. where names it in errors.
