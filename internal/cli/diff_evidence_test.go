@@ -60,3 +60,30 @@ spec:
 		t.Errorf("markdown lacks the rerouted risk, or lists cart's call twice:\n%s", md)
 	}
 }
+
+// suggest on the evidence mesh: one call counted once, the passthrough remainder, the rerouted
+// host, and the unknown caller's totals by unit.
+func TestSuggestEvidenceMesh(t *testing.T) {
+	mesh := filepath.Join(fixture.Dir(t, map[string]string{"mesh.yaml": fixture.Evidence}), "mesh.yaml")
+	observed := filepath.Join(fixture.Dir(t, map[string]string{"observed.json": fixture.EvidenceObserved}), "observed.json")
+	code, out, errs := run(t, "", "suggest", "-f", mesh, "--observed", observed)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"# 1,000 requests over 7d\n    { service = \"cart.shop\", ports = [80] },",
+		"{ service = \"checkout.shop\", ports = [80] },",
+		"400 connections over 7d to an address Istio could not name (tcp) went through PassthroughCluster.",
+		"Possibly db.data.svc.cluster.local",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("suggest output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "Possibly") != 1 {
+		t.Errorf("only worker's connections are of the order db counted:\n%s", out)
+	}
+	if !strings.Contains(errs, "shop/gone: 2,110 requests and 100 connections over 7d") {
+		t.Errorf("stderr lacks the unknown caller's totals by unit:\n%s", errs)
+	}
+}

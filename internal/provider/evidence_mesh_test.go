@@ -26,6 +26,12 @@ import (
 // evidenceFiles writes the evidence mesh and web's series of its snapshot, and returns their paths.
 func evidenceFiles(t *testing.T) (manifests, observed string) {
 	t.Helper()
+	return evidenceFilesOf(t, 4, func(m map[string]string) bool { return m["source_workload"] == "web" })
+}
+
+// evidenceFilesOf is evidenceFiles with the series keep keeps, of which there must be n.
+func evidenceFilesOf(t *testing.T, n int, keep func(labels map[string]string) bool) (manifests, observed string) {
+	t.Helper()
 	var doc struct {
 		Status string `json:"status"`
 		Data   struct {
@@ -41,12 +47,12 @@ func evidenceFiles(t *testing.T) (manifests, observed string) {
 	}
 	kept := doc.Data.Result[:0]
 	for _, r := range doc.Data.Result {
-		if r.Metric["source_workload"] == "web" {
+		if keep(r.Metric) {
 			kept = append(kept, r)
 		}
 	}
-	if len(kept) != 4 {
-		t.Fatalf("the snapshot holds %d series of shop/web, want 4", len(kept))
+	if len(kept) != n {
+		t.Fatalf("the snapshot holds %d series to keep, want %d", len(kept), n)
 	}
 	doc.Data.Result = kept
 	data, err := json.Marshal(doc)
@@ -136,6 +142,36 @@ data "meshscope_observed_dependencies" "web" {
 						"count": knownvalue.Int64Exact(1000)}),
 				})),
 			},
+		}},
+	})
+}
+
+// After a scope cuts a plaintext TCP call, neither proxy's series names both ends: the client's
+// says "unknown", the server's has no caller. The plan says so, and names the server that
+// counted as many connections as a hint, not as a dependency to add.
+func TestEvidenceMesh_TCPCutAfterApplyIsAHintOnly(t *testing.T) {
+	manifests, observed := evidenceFilesOf(t, 2, func(m map[string]string) bool {
+		return m["source_workload"] == "worker" || m["destination_service_name"] == "db"
+	})
+	rec := &diagRecorder{}
+	config := evidenceProvider(manifests, observed, "warn") + `
+resource "meshscope_workload_scope" "worker" {
+  namespace         = "shop"
+  workload_selector = { app = "worker" }
+  dependencies      = [{ service = "redis.data" }]
+}
+`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: recordingFactories(rec),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				expectWarning{rec: rec, summary: "Observed Calls Outside The Registry", attr: "dependencies", detail: regexp.MustCompile(
+					`an address Istio could not name \(a TCP connection\): 300 connections through PassthroughCluster; possibly ` +
+						`db\.data\.svc\.cluster\.local \(a hint, not evidence`)},
+				plancheck.ExpectKnownValue("meshscope_workload_scope.worker", tfjsonpath.New("review").AtSliceIndex(0).AtMapKey("observed_missing_count"),
+					knownvalue.Int64Exact(0)),
+			}},
 		}},
 	})
 }
