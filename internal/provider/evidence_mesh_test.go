@@ -175,3 +175,26 @@ resource "meshscope_workload_scope" "worker" {
 		}},
 	})
 }
+
+// "pay/*" imports the ServiceEntries of pay: payments' calls to api.stripe.com and
+// *.googleapis.com are observed under it, so it is not a candidate to drop.
+func TestEvidenceMesh_NamespaceWildcardOverServiceEntriesIsObserved(t *testing.T) {
+	manifests, observed := evidenceFilesOf(t, 2, func(m map[string]string) bool { return m["source_workload"] == "payments" })
+	config := evidenceProvider(manifests, observed, "error") + `
+resource "meshscope_workload_scope" "payments" {
+  namespace         = "pay"
+  workload_selector = { app = "payments" }
+  dependencies      = [{ service = "pay/*" }]
+}
+`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: recordingFactories(&diagRecorder{}),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue("meshscope_workload_scope.payments", tfjsonpath.New("review").AtSliceIndex(0),
+					knownvalue.ObjectPartial(observedChecks([]string{}, 0, []string{}))),
+			}},
+		}},
+	})
+}
