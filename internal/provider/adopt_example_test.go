@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,22 +71,7 @@ func TestAdoptExample_SnapshotIsPrometheusAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom := testenv.StartPrometheus(t, &om, testenv.PrometheusOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q := url.Values{"query": {traffic.Query(traffic.DefaultWindow)}, "time": {fmt.Sprint(at.Unix())}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prom.URL+"/api/v1/query?"+q.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	live, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("query answered %d: %s %v", resp.StatusCode, live, err)
-	}
+	live := prom.Answer(t, traffic.Query(traffic.DefaultWindow), at)
 	file := filepath.Join(adoptDir(t), "observed.json")
 	if *updateAdopt {
 		var pretty bytes.Buffer

@@ -2,10 +2,8 @@ package provider
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -134,7 +132,7 @@ func TestObservedPrometheus_ErrorModeFailsThePlan(t *testing.T) {
 func TestObservedPrometheus_SnapshotFileEqualsLiveServer(t *testing.T) {
 	prom, _ := startSeedPrometheus(t, testenv.PrometheusOptions{})
 	file := filepath.Join(t.TempDir(), "observed.json")
-	saveAnswer(t, prom.URL, traffic.Query(traffic.DefaultWindow), file)
+	saveAnswer(t, prom, traffic.Query(traffic.DefaultWindow), file)
 
 	// One configuration, two provider instances: live and file. Both evaluate at the wall clock,
 	// as the documented command does.
@@ -343,23 +341,9 @@ func TestObservedPrometheus_NoIstioSeriesFailsErrorMode(t *testing.T) {
 
 // saveAnswer writes the answer of Prometheus at base to query, as the documented
 // `curl -fsS --get "$PROM/api/v1/query" --data-urlencode 'query=...'` does.
-func saveAnswer(t *testing.T, base, query, file string) {
+func saveAnswer(t *testing.T, prom *testenv.Prometheus, query, file string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+url.Values{"query": {query}}.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("query answered %d: %s %v", resp.StatusCode, body, err)
-	}
+	body := prom.Answer(t, query, time.Time{})
 	if err := os.WriteFile(file, body, 0o600); err != nil {
 		t.Fatal(err)
 	}

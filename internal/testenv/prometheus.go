@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,4 +430,31 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Answer is the body of this server's answer to an instant query over its HTTP API, as
+// `curl -fsS --get "$PROM/api/v1/query" --data-urlencode 'query=...'` saves it. at is the
+// evaluation time; zero leaves it to the server (now). The test fails on any other answer than 200.
+func (p *Prometheus) Answer(t testing.TB, query string, at time.Time) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := url.Values{"query": {query}}
+	if !at.IsZero() {
+		q.Set("time", fmt.Sprint(at.Unix()))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/api/v1/query?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("query answered %d: %s %v", resp.StatusCode, body, err)
+	}
+	return body
 }

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -70,7 +67,7 @@ func TestEvidenceFixture_IsPrometheusAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom := testenv.StartPrometheus(t, &om, testenv.PrometheusOptions{})
-	live := queryAt(t, prom.URL, Query(DefaultWindow), at)
+	live := prom.Answer(t, Query(DefaultWindow), at)
 	if *updateEvidence {
 		var pretty bytes.Buffer
 		if err := json.Indent(&pretty, live, "", " "); err != nil {
@@ -99,28 +96,6 @@ func seriesKeys(s []Series) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// queryAt is the answer of Prometheus at base to an instant query at the instant at.
-func queryAt(t *testing.T, base, query string, at time.Time) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q := url.Values{"query": {query}, "time": {fmt.Sprint(at.Unix())}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+q.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("query answered %d: %s %v", resp.StatusCode, body, err)
-	}
-	return body
 }
 
 func evidenceSnapshot(t *testing.T) *Snapshot {
