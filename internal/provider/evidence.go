@@ -80,8 +80,9 @@ func evidenceAttributes() map[string]schema.Attribute {
 		"observed_traffic": schema.StringAttribute{Optional: true,
 			MarkdownDescription: "What an observed call that a scope would cut does to the plan: `warn` (the default when " +
 				"a `prometheus` block or `observed_traffic_file` is set) makes it a warning on the scope's `dependencies`, " +
-				"`error` fails the plan, `off` skips the check and the query. With `warn`, a server that cannot be read is " +
-				"a warning and the scopes are not checked; with `error`, it fails the plan.",
+				"`error` fails the plan, `off` skips the check and the query. With `warn`, a server that cannot be read, or that " +
+				"holds no Istio series in the window, is a warning and the scopes are not checked; with `error`, it fails the plan: " +
+				"no evidence is not evidence of no traffic.",
 			Validators: []validator.String{stringvalidator.OneOf(observedWarn, observedError, observedOff)}},
 	}
 }
@@ -214,9 +215,9 @@ func (m *prometheusModel) known() bool {
 }
 
 // get returns the evidence, reading it the first time. A nil Evidence means the scopes are not
-// checked: diags then say why (a warning with observed_traffic = "warn", an error with "error";
-// an answer without Istio series is a warning in both, a wrong setting or file an error in both).
-// Notes that concern the whole provider (unknown callers, a warning) come once, with the first call.
+// checked: diags then say why (a warning with observed_traffic = "warn", an error with "error",
+// an answer without Istio series included; a wrong setting or file an error in both). Notes and
+// faults that concern the whole provider come once, with the first call.
 func (s *evidenceSource) get(ctx context.Context, inv *mesh.Inventory) (*traffic.Evidence, diag.Diagnostics) {
 	return s.evidence(ctx, inv, false)
 }
