@@ -634,6 +634,51 @@ spec:
 			want:    map[*Proxy][]string{&pFoo: names(L(ob(80, fooHost), in(80)), fixed)},
 		},
 		{
+			// A delegate's routes are merged into its root: their destinations are imported,
+			// resolved in the delegate's namespace; a delegate not exported to the root's
+			// namespace is dropped with its destinations.
+			name: "vs-delegate-destinations-imported", rules: "R24",
+			extra: []string{`apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: foo}
+spec:
+  egress:
+  - hosts: ["./*"]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: root, namespace: foo}
+spec:
+  hosts: ["foo.foo.svc.cluster.local"]
+  http:
+  - match: [{uri: {prefix: /api}}]
+    delegate: {name: api, namespace: bar}
+  - match: [{uri: {prefix: /hidden}}]
+    delegate: {name: hidden, namespace: bar}
+  - route:
+    - destination: {host: foo}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api, namespace: bar}
+spec:
+  http:
+  - route:
+    - destination: {host: bar}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: hidden, namespace: bar}
+spec:
+  exportTo: ["."]
+  http:
+  - route:
+    - destination: {host: istiod.istio-system.svc.cluster.local}
+`},
+			proxies: []Proxy{pFoo},
+			want:    map[*Proxy][]string{&pFoo: names(L(ob(80, fooHost), ob(80, barHost), in(80)), fixed)},
+		},
+		{
 			name: "ex2-caveat-root-vs-sourceNamespace-and-port", rules: "R23 R24",
 			extra: []string{seedSidecar, multiPortSvc, `apiVersion: networking.istio.io/v1
 kind: VirtualService

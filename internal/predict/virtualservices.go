@@ -75,11 +75,11 @@ func (ix *index) initVirtualServices() {
 func (ix *index) destinations(e *vsEntry, configNs string) (map[string]map[int]bool, []string) {
 	out := map[string]map[int]bool{}
 	var order []string
-	add := func(d *networking.Destination) {
+	add := func(d *networking.Destination, ns string) {
 		if d == nil {
 			return
 		}
-		h := istioconfig.ResolveShortName(d.GetHost(), e.ns, ix.domain)
+		h := istioconfig.ResolveShortName(d.GetHost(), ns, ix.domain)
 		pn := int(d.GetPort().GetNumber())
 		if out[h] == nil {
 			out[h] = map[int]bool{}
@@ -87,40 +87,81 @@ func (ix *index) destinations(e *vsEntry, configNs string) (map[string]map[int]b
 		}
 		out[h][pn] = true
 	}
-	v := e.cfg.Spec
-	for _, h := range v.GetHttp() {
-		matched := true
+	matched := func(h *networking.HTTPRoute) bool {
+		ok := true
 		for _, m := range h.GetMatch() {
 			if m.GetSourceNamespace() != "" {
 				if m.GetSourceNamespace() == configNs {
-					matched = true
-					break
+					return true
 				}
-				matched = false
+				ok = false
 			}
 		}
-		if !matched {
-			continue
-		}
+		return ok
+	}
+	httpRoute := func(h *networking.HTTPRoute, ns string) {
 		for _, r := range h.GetRoute() {
-			add(r.GetDestination())
+			add(r.GetDestination(), ns)
 		}
 		if h.GetMirror() != nil {
-			add(h.GetMirror())
+			add(h.GetMirror(), ns)
 		}
 		for _, m := range h.GetMirrors() {
-			add(m.GetDestination())
+			add(m.GetDestination(), ns)
 		}
+	}
+	v := e.cfg.Spec
+	for _, h := range v.GetHttp() {
+		if !matched(h) {
+			continue
+		}
+		if d := h.GetDelegate(); d != nil {
+			// istiod merges the delegate's routes into the root's (R24): their destinations are
+			// the root's, resolved in the delegate's namespace.
+			if del := ix.delegate(d, e.ns); del != nil {
+				for _, dh := range del.Spec.GetHttp() {
+					if matched(dh) {
+						httpRoute(dh, del.Namespace)
+					}
+				}
+			}
+			continue
+		}
+		httpRoute(h, e.ns)
 	}
 	for _, t := range v.GetTcp() {
 		for _, r := range t.GetRoute() {
-			add(r.GetDestination())
+			add(r.GetDestination(), e.ns)
 		}
 	}
 	for _, t := range v.GetTls() {
 		for _, r := range t.GetRoute() {
-			add(r.GetDestination())
+			add(r.GetDestination(), e.ns)
 		}
 	}
 	return out, order
+}
+
+// delegate finds the delegate VirtualService a root of namespace rootNs names: one without
+// hosts, of the namespace named (the root's when none), exported to the root's namespace
+// (its exportTo, else meshConfig.defaultVirtualServiceExportTo). nil when there is none, as
+// istiod then drops the route. Istio: pilot/pkg/model.mergeVirtualServicesIfNeeded.
+func (ix *index) delegate(d *networking.Delegate, rootNs string) *mesh.VirtualService {
+	ns := d.GetNamespace()
+	if ns == "" {
+		ns = rootNs
+	}
+	for _, vs := range ix.inv.VirtualServices {
+		if vs.Name != d.GetName() || vs.Namespace != ns || len(vs.Spec.GetHosts()) > 0 {
+			continue
+		}
+		exp := vs.Spec.GetExportTo()
+		if len(exp) == 0 {
+			exp = ix.defVS
+		}
+		if istioconfig.ExportedTo(exp, vs.Namespace, rootNs) {
+			return vs
+		}
+	}
+	return nil
 }
