@@ -13,9 +13,8 @@ type Dependency struct {
 	// Ports are the ports called, sorted; empty when any call's port is uncertain (and then
 	// for every dependency, see Dependencies).
 	Ports []uint32
-	// Count sums the calls' counts; TCP says they count connections (some of them, when
-	// Requests is also set).
-	Count    float64
+	// Requests counts the HTTP and gRPC requests to it, TCP the TCP connections opened: never
+	// added together.
 	Requests float64
 	TCP      float64
 }
@@ -39,7 +38,6 @@ func Dependencies(calls []Call) []Dependency {
 			d = &Dependency{Service: name}
 			by[name] = d
 		}
-		d.Count += c.Count
 		if c.TCP {
 			d.TCP += c.Count
 		} else {
