@@ -61,9 +61,12 @@ type Workload struct {
 	Ports          []ContainerPort
 	// PodIP is set for Pods that carry status.podIP.
 	PodIP string
-	// Replicas is spec.replicas of a Deployment, StatefulSet or ReplicaSet (nil: unset, 1), and
-	// spec.parallelism of a Job or of a CronJob's job template (nil: unset, 1).
+	// Replicas is spec.replicas of a Deployment, StatefulSet, ReplicaSet or Rollout (nil: unset,
+	// 1), and spec.parallelism of a Job or of a CronJob's job template (nil: unset, 1).
 	Replicas *int32
+	// TemplateRef is, for a Rollout with spec.workloadRef, the Deployment whose pod template it
+	// runs; the pod fields above are that template's once the inventory holds the Deployment.
+	TemplateRef string
 	// HostNetwork is spec.hostNetwork of the pods.
 	HostNetwork bool
 	// Proxy is the Istio proxy the pod spec holds (a Pod read from a cluster, or a manifest
@@ -180,6 +183,8 @@ type Inventory struct {
 	// pos finds an object loaded earlier with the same kind, namespace and name
 	// without scanning its list (see upsert). Clone starts the copy without it.
 	pos listIndexes
+	// workloadRefs are the Rollouts whose pod template is a Deployment's (resolveWorkloadRefs).
+	workloadRefs []*Workload
 }
 
 // listIndexes holds one listIndex per object list.
@@ -235,6 +240,7 @@ func (inv *Inventory) Clone() *Inventory {
 	out.Autoscalers = append([]*Autoscaler(nil), inv.Autoscalers...)
 	out.VMProxies = append([]*VMProxy(nil), inv.VMProxies...)
 	out.EnvoyFilters = append([]*EnvoyFilter(nil), inv.EnvoyFilters...)
+	out.workloadRefs = append([]*Workload(nil), inv.workloadRefs...)
 	return &out
 }
 

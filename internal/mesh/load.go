@@ -261,6 +261,7 @@ func (inv *Inventory) add(o object) {
 		addObject(inv, &inv.Services, o.service, &inv.pos.services)
 	case o.workload != nil:
 		addObject(inv, &inv.Workloads, o.workload, &inv.pos.workloads)
+		inv.resolveWorkloadRefs(o.workload)
 	case o.serviceEntry != nil:
 		addObject(inv, &inv.ServiceEntries, o.serviceEntry, &inv.pos.serviceEntries)
 	case o.destinationRule != nil:
@@ -392,6 +393,18 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 		if err == nil {
 			err = o.validate()
 		}
+		if err != nil {
+			return out, docErr(err)
+		}
+		return append(out, o), nil
+	case "argoproj.io":
+		if env.Kind != "Rollout" {
+			return out, nil
+		}
+		if env.APIVersion != "argoproj.io/v1alpha1" {
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use argoproj.io/v1alpha1", env.APIVersion, env.Kind))
+		}
+		o, err := decodeRollout(js, src)
 		if err != nil {
 			return out, docErr(err)
 		}
@@ -762,4 +775,69 @@ func onlyComments(doc []byte) bool {
 		}
 	}
 	return true
+}
+
+// decodeRollout reads an Argo Rollout: Istio names its Pods after it (the ReplicaSets carry
+// rollouts-pod-template-hash). Its pods come from spec.template, or, with spec.workloadRef,
+// from the template of the Deployment it names (resolveWorkloadRefs).
+func decodeRollout(js []byte, src string) (object, error) {
+	var o struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		Spec     struct {
+			Replicas    *int32                 `json:"replicas"`
+			Template    corev1.PodTemplateSpec `json:"template"`
+			WorkloadRef *struct {
+				Kind string `json:"kind"`
+				Name string `json:"name"`
+			} `json:"workloadRef"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(js, &o); err != nil {
+		return object{}, err
+	}
+	tpl := o.Spec.Template
+	w := &Workload{Meta: meta("Rollout", "argoproj.io/v1alpha1", o.Metadata, src), Replicas: o.Spec.Replicas, Owner: controllerOf(o.Metadata)}
+	if ref := o.Spec.WorkloadRef; ref != nil {
+		if ref.Kind != "Deployment" || ref.Name == "" {
+			return object{}, fmt.Errorf("spec.workloadRef names %s %q: meshscope reads a Rollout's pods from its template or from a Deployment's", ref.Kind, ref.Name)
+		}
+		w.TemplateRef = ref.Name
+	}
+	setTemplate(w, tpl)
+	return object{workload: w}, nil
+}
+
+// setTemplate sets what a workload's pod template says of its pods.
+func setTemplate(w *Workload, tpl corev1.PodTemplateSpec) {
+	w.PodLabels, w.PodAnnotations, w.Ports, w.HostNetwork = tpl.Labels, tpl.Annotations, containerPorts(tpl.Spec), tpl.Spec.HostNetwork
+	w.Proxy, w.Router = proxyContainer(tpl.Spec)
+	w.Image, w.CredentialSocket = mainImage(tpl.Spec), credentialSocket(tpl.Spec)
+}
+
+// resolveWorkloadRefs gives a Rollout with spec.workloadRef the pod template of the Deployment
+// it names, whichever of the two the inventory got first.
+func (inv *Inventory) resolveWorkloadRefs(w *Workload) {
+	copyFrom := func(r, d *Workload) {
+		r.PodLabels, r.PodAnnotations, r.Ports, r.HostNetwork = d.PodLabels, d.PodAnnotations, d.Ports, d.HostNetwork
+		r.Proxy, r.Router, r.Image, r.CredentialSocket = d.Proxy, d.Router, d.Image, d.CredentialSocket
+	}
+	switch {
+	case w.TemplateRef != "":
+		inv.workloadRefs = append(inv.workloadRefs, w)
+		for _, o := range inv.Workloads {
+			if o.Kind == "Deployment" && o.Namespace == w.Namespace && o.Name == w.TemplateRef {
+				copyFrom(w, o)
+			}
+		}
+	case w.Kind == "Deployment":
+		for i, r := range inv.workloadRefs {
+			if r.Namespace == w.Namespace && r.TemplateRef == w.Name {
+				// A copy: a Clone of the inventory shares the Rollout loaded before.
+				c := *r
+				copyFrom(&c, w)
+				inv.workloadRefs[i] = &c
+				inv.Workloads = upsert(inv.Workloads, &c, &inv.pos.workloads)
+			}
+		}
+	}
 }

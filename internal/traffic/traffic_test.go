@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshscope/terraform-provider-meshscope/internal/census"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
@@ -407,6 +408,61 @@ status: {phase: Running}
 	for _, w := range []string{"nightly", "api"} {
 		if calls := ev.Calls("shop", w); len(calls) != 1 || calls[0].Host != "cart.shop.svc.cluster.local" {
 			t.Errorf("%s: calls %+v", w, calls)
+		}
+	}
+}
+
+// Argo Rollouts: Istio names their pods after the Rollout, and the inventory reads them, with
+// their pods from the template or from the Deployment spec.workloadRef names (either order).
+// Their calls are checked, not reported as callers the inventory lacks.
+func TestResolve_RolloutsAreWorkloads(t *testing.T) {
+	inv := inventory(t)
+	if err := inv.AddYAML("rollouts.yaml", []byte(`apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: api, namespace: shop}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: api:1}]}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: ref, namespace: shop}
+spec:
+  workloadRef: {apiVersion: apps/v1, kind: Deployment, name: ref-template}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ref-template, namespace: shop}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: ref}}
+  template:
+    metadata: {labels: {app: ref}}
+    spec: {containers: [{name: ref, image: ref:1}]}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	snap := &Snapshot{Window: "7d", Series: []Series{
+		call("source", "shop", "api", "cart.shop.svc.cluster.local", "cart", 0, "http", 3),
+		call("source", "shop", "ref", "cart.shop.svc.cluster.local", "cart", 0, "http", 4),
+	}}
+	ev := Resolve(snap, inv, "cluster.local")
+	if len(ev.UnknownWorkloads) != 0 {
+		t.Errorf("unknown workloads %+v, want none", ev.UnknownWorkloads)
+	}
+	for _, w := range []string{"api", "ref"} {
+		if calls := ev.Calls("shop", w); len(calls) != 1 {
+			t.Errorf("%s: calls %+v", w, calls)
+		}
+	}
+	c := census.Take(inv)
+	for name, want := range map[string]string{"api": "3", "ref": "1"} {
+		w := c.Lookup("shop", name)
+		if w == nil || w.Kind != "Rollout" || w.Replicas.String() != want || w.Labels["app"] != name {
+			t.Errorf("census of the Rollout %s = %+v, want a Rollout of %s replicas labelled app=%s", name, w, want, name)
 		}
 	}
 }
