@@ -69,6 +69,20 @@ func Fetch(ctx context.Context, cfg Prometheus, now time.Time) (*Snapshot, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// How much of the window the server holds is asked alongside the query, on a client of its
+	// own (so that its answers' statuses never classify the query's fault). Its answer is
+	// waited for only when the query has one to label.
+	covered := make(chan Coverage, 1)
+	go func() {
+		crt, _ := roundTripper(cfg) // the query's checked the same settings
+		cc, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: crt})
+		if err != nil {
+			covered <- Coverage{Err: err}
+			return
+		}
+		d, _ := ParseWindow(window) // checked
+		covered <- coverage(ctx, promv1.NewAPI(cc), d, now)
+	}()
 	val, _, _, err := promv1.NewAPI(client).Query(ctx, Query(window), now, promv1.WithTimeout(timeout))
 	if err != nil {
 		return nil, classify(cfg.URL, timeout, rt.lastStatus(), err)
@@ -80,8 +94,7 @@ func Fetch(ctx context.Context, cfg Prometheus, now time.Time) (*Snapshot, error
 	}
 	snap := &Snapshot{Source: cfg.URL, Window: window, Series: make([]Series, 0, len(vec))}
 	if len(vec) > 0 {
-		d, _ := ParseWindow(window) // checked
-		snap.Coverage = coverage(ctx, promv1.NewAPI(client), d, now)
+		snap.Coverage = <-covered
 	}
 	for i, s := range vec {
 		sr, err := seriesFromSample(s, fmt.Sprintf("series %d of the answer", i))

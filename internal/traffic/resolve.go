@@ -148,12 +148,14 @@ type registry struct {
 	sePorts           map[string][]int // the port numbers of each ServiceEntry host
 	seDefs            map[string][]*mesh.ServiceEntry
 	inv               *mesh.Inventory
+	// nsOf and seNsOf hold the answers of namespaces, by namespace and by host and caller.
+	nsOf, seNsOf map[string][]string
 }
 
 func newRegistry(inv *mesh.Inventory, domain string) *registry {
 	r := &registry{domain: domain, services: make(map[string]*mesh.Service, len(inv.Services)),
 		entries: map[string]string{}, wildcard: map[string]string{}, sePorts: map[string][]int{},
-		seDefs: map[string][]*mesh.ServiceEntry{}, inv: inv}
+		seDefs: map[string][]*mesh.ServiceEntry{}, inv: inv, nsOf: map[string][]string{}, seNsOf: map[string][]string{}}
 	for _, s := range inv.Services {
 		r.services[s.Name+"."+s.Namespace+".svc."+domain] = s
 	}
@@ -215,12 +217,22 @@ func (r *registry) resolveName(raw, ns string) (host string, port int, class Cla
 // namespaces are the Call's Namespaces: the Service's namespace, or those of the ServiceEntries
 // of host that Sidecar egress in the caller's namespace can import (visible to istiod, exported
 // to the caller).
+// The slices are shared: they must not be changed.
 func (r *registry) namespaces(host string, class Class, s *mesh.Service, caller string) []string {
 	switch {
 	case class == ClassService && s != nil:
-		return []string{s.Namespace}
+		ns, ok := r.nsOf[s.Namespace]
+		if !ok {
+			ns = []string{s.Namespace}
+			r.nsOf[s.Namespace] = ns
+		}
+		return ns
 	case class != ClassServiceEntry:
 		return nil
+	}
+	key := host + "|" + caller
+	if ns, ok := r.seNsOf[key]; ok {
+		return ns
 	}
 	var out []string
 	for _, se := range r.seDefs[host] {
@@ -231,6 +243,7 @@ func (r *registry) namespaces(host string, class Class, s *mesh.Service, caller 
 		}
 	}
 	slices.Sort(out)
+	r.seNsOf[key] = out
 	return out
 }
 
@@ -546,17 +559,21 @@ func mergePortless(acc map[callKey]*callAcc) {
 		tcp            bool
 		class          Class
 	}
-	rows := map[group][]callKey{}
 	portless := map[group]callKey{}
 	for k := range acc {
-		if k.host == "" {
-			continue
+		if k.host != "" && k.port == 0 {
+			portless[group{k.workload, k.host, k.tcp, k.class}] = k
 		}
-		g := group{k.workload, k.host, k.tcp, k.class}
-		if k.port == 0 {
-			portless[g] = k
-		} else {
-			rows[g] = append(rows[g], k)
+	}
+	if len(portless) == 0 {
+		return
+	}
+	rows := map[group][]callKey{}
+	for k := range acc {
+		if g := (group{k.workload, k.host, k.tcp, k.class}); k.port != 0 {
+			if _, ok := portless[g]; ok {
+				rows[g] = append(rows[g], k)
+			}
 		}
 	}
 	for g, pk := range portless {
