@@ -138,7 +138,7 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 		}
 	}
 	var out []Dependency
-	at := map[string]int{}
+	at := map[string]int{} // the index in out of each dependency
 	for _, d := range traffic.Dependencies(kept) {
 		if portless {
 			d.Ports = nil
@@ -155,7 +155,7 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 	// VirtualService and its destinations; the destination stays declared, since the workload
 	// may also call it directly.
 	reroutes := n.pred.Reroutes(n.ns)
-	var added []Dependency
+	n0 := len(out)
 	for _, c := range kept {
 		if !c.InRegistry() {
 			continue
@@ -167,13 +167,13 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 			}
 			why := fmt.Sprintf("the VirtualService %s routes it to %s, under which Istio counts its calls", r.VirtualService, c.Dependency())
 			if i, ok := at[svc]; ok {
-				if i >= 0 && !strings.Contains(out[i].Evidence, why) {
+				if !strings.Contains(out[i].Evidence, why) {
 					out[i].Evidence += "; " + why
 				}
 				continue
 			}
-			if i, ok := at[c.Dependency()]; ok && i >= 0 && !strings.Contains(out[i].Evidence, "possibly calls to") {
-				out[i].Evidence += fmt.Sprintf(", possibly calls to %s that the VirtualService %s routes here", svc, r.VirtualService)
+			if to := &out[at[c.Dependency()]]; !strings.Contains(to.Evidence, "possibly calls to") {
+				to.Evidence += fmt.Sprintf(", possibly calls to %s that the VirtualService %s routes here", svc, r.VirtualService)
 			}
 			d := Dependency{Dependency: traffic.Dependency{Service: svc}, Evidence: why}
 			if !portless {
@@ -181,12 +181,11 @@ func (n *nsPlan) dependencies(calls []traffic.Call, refused map[string]scope.Pro
 					d.Ports = append(d.Ports, uint32(p))
 				}
 			}
-			at[svc] = -1
-			added = append(added, d)
+			at[svc] = len(out)
+			out = append(out, d)
 		}
 	}
-	if len(added) > 0 {
-		out = append(out, added...)
+	if len(out) > n0 {
 		slices.SortFunc(out, func(a, b Dependency) int { return strings.Compare(a.Service, b.Service) })
 	}
 	return out

@@ -656,10 +656,8 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 			}
 			om, tpl, replicas, gv = o.ObjectMeta, o.Spec.JobTemplate.Spec.Template, o.Spec.JobTemplate.Spec.Parallelism, "batch/v1"
 		}
-		w := &Workload{Meta: meta(kind, gv, om, src), PodLabels: tpl.Labels, PodAnnotations: tpl.Annotations,
-			Ports: containerPorts(tpl.Spec), Replicas: replicas, HostNetwork: tpl.Spec.HostNetwork, Owner: controllerOf(om)}
-		w.Proxy, w.Router = proxyContainer(tpl.Spec)
-		w.Image, w.CredentialSocket = mainImage(tpl.Spec), credentialSocket(tpl.Spec)
+		w := &Workload{Meta: meta(kind, gv, om, src), Replicas: replicas, Owner: controllerOf(om)}
+		setTemplate(w, tpl)
 		return object{workload: w}, true, nil
 	}
 }
@@ -807,26 +805,29 @@ func decodeRollout(js []byte, src string) (object, error) {
 	return object{workload: w}, nil
 }
 
-// setTemplate sets what a workload's pod template says of its pods.
+// setTemplate sets what a controller's pod template says of its pods.
 func setTemplate(w *Workload, tpl corev1.PodTemplateSpec) {
 	w.PodLabels, w.PodAnnotations, w.Ports, w.HostNetwork = tpl.Labels, tpl.Annotations, containerPorts(tpl.Spec), tpl.Spec.HostNetwork
 	w.Proxy, w.Router = proxyContainer(tpl.Spec)
 	w.Image, w.CredentialSocket = mainImage(tpl.Spec), credentialSocket(tpl.Spec)
 }
 
+// copyTemplate gives w the fields setTemplate set on from: the same pods.
+func copyTemplate(w, from *Workload) {
+	w.PodLabels, w.PodAnnotations, w.Ports, w.HostNetwork = from.PodLabels, from.PodAnnotations, from.Ports, from.HostNetwork
+	w.Proxy, w.Router = from.Proxy, from.Router
+	w.Image, w.CredentialSocket = from.Image, from.CredentialSocket
+}
+
 // resolveWorkloadRefs gives a Rollout with spec.workloadRef the pod template of the Deployment
 // it names, whichever of the two the inventory got first.
 func (inv *Inventory) resolveWorkloadRefs(w *Workload) {
-	copyFrom := func(r, d *Workload) {
-		r.PodLabels, r.PodAnnotations, r.Ports, r.HostNetwork = d.PodLabels, d.PodAnnotations, d.Ports, d.HostNetwork
-		r.Proxy, r.Router, r.Image, r.CredentialSocket = d.Proxy, d.Router, d.Image, d.CredentialSocket
-	}
 	switch {
 	case w.TemplateRef != "":
 		inv.workloadRefs = append(inv.workloadRefs, w)
 		for _, o := range inv.Workloads {
 			if o.Kind == "Deployment" && o.Namespace == w.Namespace && o.Name == w.TemplateRef {
-				copyFrom(w, o)
+				copyTemplate(w, o)
 			}
 		}
 	case w.Kind == "Deployment":
@@ -834,7 +835,7 @@ func (inv *Inventory) resolveWorkloadRefs(w *Workload) {
 			if r.Namespace == w.Namespace && r.TemplateRef == w.Name {
 				// A copy: a Clone of the inventory shares the Rollout loaded before.
 				c := *r
-				copyFrom(&c, w)
+				copyTemplate(&c, w)
 				inv.workloadRefs[i] = &c
 				inv.Workloads = upsert(inv.Workloads, &c, &inv.pos.workloads)
 			}

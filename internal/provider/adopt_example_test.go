@@ -3,16 +3,13 @@ package provider
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -65,22 +62,10 @@ func adoptDir(t *testing.T) string {
 // The shipped snapshot is what a real Prometheus holding those calls answers to meshscope's
 // query (at the instant the samples end, so the counts are whole).
 func TestAdoptExample_SnapshotIsPrometheusAnswer(t *testing.T) {
-	at := testenv.EvaluationTime(time.Now())
-	var om bytes.Buffer
-	if err := testenv.WriteOpenMetrics(&om, adoptCalls(), testenv.OpenMetricsOptions{At: at}); err != nil {
-		t.Fatal(err)
-	}
-	prom := testenv.StartPrometheus(t, &om, testenv.PrometheusOptions{})
-	live := prom.Answer(t, traffic.Query(traffic.DefaultWindow), at)
+	live := testenv.AnswerFor(t, adoptCalls(), traffic.Query(traffic.DefaultWindow))
 	file := filepath.Join(adoptDir(t), "observed.json")
 	if *updateAdopt {
-		var pretty bytes.Buffer
-		if err := json.Indent(&pretty, live, "", " "); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, append(pretty.Bytes(), '\n'), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteAnswer(t, file, live)
 	}
 	want, err := traffic.ParseSnapshot("live", live)
 	if err != nil {

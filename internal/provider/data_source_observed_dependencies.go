@@ -205,7 +205,7 @@ func (d *observedDependenciesDataSource) Read(ctx context.Context, req datasourc
 		resp.Diagnostics.AddWarning("No Calls Observed",
 			fmt.Sprintf("%s holds Istio traffic over the last %s, but none from %v: dependencies is empty. A workload "+
 				"deployed within the window, or one whose calls are rarer than it, shows no calls; check before you scope it "+
-				"to nothing.", d.data.evidence.describe(), ev.Window, names))
+				"to nothing.", d.data.evidence.describe(), ev.Span(), names))
 	}
 	resp.Diagnostics.Append(m.set(ctx, names, calls, ev.Window)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

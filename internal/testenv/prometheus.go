@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -457,4 +458,29 @@ func (p *Prometheus) Answer(t testing.TB, query string, at time.Time) []byte {
 		t.Fatalf("query answered %d: %s %v", resp.StatusCode, body, err)
 	}
 	return body
+}
+
+// AnswerFor starts a Prometheus holding the series of calls, ending at EvaluationTime(now) so that
+// increase() there is exactly their counts, and returns its answer to query at that instant.
+func AnswerFor(t testing.TB, calls []IstioCall, query string) []byte {
+	t.Helper()
+	at := EvaluationTime(time.Now())
+	var om bytes.Buffer
+	if err := WriteOpenMetrics(&om, calls, OpenMetricsOptions{At: at}); err != nil {
+		t.Fatal(err)
+	}
+	return StartPrometheus(t, &om, PrometheusOptions{}).Answer(t, query, at)
+}
+
+// WriteAnswer writes an answer of Prometheus to path as a snapshot file is kept: indented, with a
+// final newline.
+func WriteAnswer(t testing.TB, path string, answer []byte) {
+	t.Helper()
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, answer, "", " "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(pretty.Bytes(), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

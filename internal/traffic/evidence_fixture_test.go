@@ -3,10 +3,8 @@ package traffic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -61,21 +59,9 @@ func evidenceCalls() []testenv.IstioCall {
 // The fixture's snapshot is what a real Prometheus holding those series answers to meshscope's
 // query (at the instant the samples end, so the counts are whole).
 func TestEvidenceFixture_IsPrometheusAnswer(t *testing.T) {
-	at := testenv.EvaluationTime(time.Now())
-	var om bytes.Buffer
-	if err := testenv.WriteOpenMetrics(&om, evidenceCalls(), testenv.OpenMetricsOptions{At: at}); err != nil {
-		t.Fatal(err)
-	}
-	prom := testenv.StartPrometheus(t, &om, testenv.PrometheusOptions{})
-	live := prom.Answer(t, Query(DefaultWindow), at)
+	live := testenv.AnswerFor(t, evidenceCalls(), Query(DefaultWindow))
 	if *updateEvidence {
-		var pretty bytes.Buffer
-		if err := json.Indent(&pretty, live, "", " "); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile("../fixture/evidence-observed.json", append(pretty.Bytes(), '\n'), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testenv.WriteAnswer(t, "../fixture/evidence-observed.json", live)
 		t.Skip("rewrote internal/fixture/evidence-observed.json; run the test again without -update")
 	}
 	want, err := ParseSnapshot("live", live)

@@ -303,6 +303,14 @@ type callKey struct {
 	class    Class
 }
 
+// unitKey is a calling workload ("namespace/name") and a unit (TCP connections, or requests).
+type unitKey struct {
+	workload string
+	tcp      bool
+}
+
+func (k callKey) unit() unitKey { return unitKey{k.workload, k.tcp} }
+
 type callAcc struct {
 	Call
 	source, destination float64
@@ -370,13 +378,12 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 	acc := map[callKey]*callAcc{}
 	// Per workload and unit: does its own proxy report, and did it pass anything through?
 	type flags struct{ sidecar, passthrough bool }
-	seen := map[string]*flags{}
-	flag := func(k string, tcp bool) *flags {
-		key := k + "|" + strconv.FormatBool(tcp)
-		f := seen[key]
+	seen := map[unitKey]*flags{}
+	flag := func(k unitKey) *flags {
+		f := seen[k]
 		if f == nil {
 			f = &flags{}
-			seen[key] = f
+			seen[k] = f
 		}
 		return f
 	}
@@ -440,7 +447,7 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 			}
 		}
 		if fromSource {
-			f := flag(wk, tcp)
+			f := flag(unitKey{wk, tcp})
 			f.sidecar = true
 			f.passthrough = f.passthrough || passthrough
 		}
@@ -477,9 +484,9 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 	// names the service the client's proxy could not. Those calls explain as many of the
 	// workload's passthrough calls without a usable host (TCP's "unknown", an IP address); what
 	// they do not explain stays.
-	explained := map[string]float64{}
-	for _, a := range acc {
-		key := a.Namespace + "/" + a.Workload + "|" + strconv.FormatBool(a.TCP)
+	explained := map[unitKey]float64{}
+	for k, a := range acc {
+		key := k.unit()
 		if f := seen[key]; !a.sourceReported && f != nil && f.sidecar && f.passthrough && a.InRegistry() {
 			a.Passthrough = true
 			explained[key] += a.count()
@@ -496,7 +503,7 @@ func Resolve(snap *Snapshot, inv *mesh.Inventory, domain string) *Evidence {
 	})
 	for _, k := range nameless {
 		a := acc[k]
-		key := a.Namespace + "/" + a.Workload + "|" + strconv.FormatBool(a.TCP)
+		key := k.unit()
 		whole := a.source
 		take := min(explained[key], a.source)
 		explained[key] -= take

@@ -99,10 +99,7 @@ func RetentionDuration(retention string) (model.Duration, bool) {
 // Span names the span the counts cover, for "1,204 requests over SPAN": the window, or, when
 // Prometheus holds less of it, the span it holds and the window asked for.
 func (e *Evidence) Span() string {
-	if e == nil || e.Coverage.Covered == 0 {
-		if e == nil {
-			return ""
-		}
+	if e.Coverage.Covered == 0 {
 		return e.Window
 	}
 	return fmt.Sprintf("%s (Prometheus holds no older Istio sample; %s asked)", e.Coverage.Covered, e.Window)
