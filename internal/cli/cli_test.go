@@ -135,7 +135,7 @@ func TestCommandsOneList(t *testing.T) {
 				t.Errorf("IsCommand(%q) = false", arg)
 			}
 		}
-		if line := fmt.Sprintf("\n  %-10s %s\n", c.name, c.summary); !strings.Contains(usage(), line) {
+		if line := fmt.Sprintf("\n  %-13s %s\n", c.name, c.summary); !strings.Contains(usage(), line) {
 			t.Errorf("the usage lacks %q", line)
 		}
 		if c.flags && !strings.Contains(help, "\n"+c.name+":\nUsage: terraform-provider-meshscope "+c.name) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -23,111 +24,34 @@ PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for s
 
 func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("clusters", clustersUsage, stderr)
-	var files stringList
-	fs.Var(&files, "f", "manifest file or directory (repeatable; - reads stdin)")
-	ns := fs.String("namespace", "", "namespace of the proxy")
-	lbls := fs.String("labels", "", "pod labels of the proxy, k=v[,k=v]")
-	pod := fs.String("pod", "", "take namespace and labels from this Pod or workload of the inventory: NS/NAME")
+	tf := addProxyFlags(fs)
 	out := fs.String("o", "table", "output: table, names or json")
-	pf := addPredictFlags(fs)
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
-		return code
-	}
-	if code := checkFiles(files, stderr, "give at least one manifest file or directory"); code != ExitOK {
 		return code
 	}
 	if code := checkOutput(*out, stderr, "table", "names", "json"); code != ExitOK {
 		return code
 	}
-	if *pod == "" && *ns == "" {
-		fmt.Fprintln(stderr, "missing --namespace (or --pod NS/NAME)")
-		return ExitUsage
-	}
-	if *pod != "" && (*ns != "" || *lbls != "") {
-		fmt.Fprintln(stderr, "--pod cannot be combined with --namespace or --labels")
-		return ExitUsage
-	}
-	inv, prog, code := pf.loadInventory(files, stdin, stderr)
+	p, proxy, code := tf.resolve(stdin, stderr)
 	if code != ExitOK {
 		return code
 	}
-	proxy := predict.Proxy{Namespace: *ns}
-	if *pod != "" {
-		pns, pname, ok := strings.Cut(*pod, "/")
-		if !ok || pns == "" || pname == "" {
-			fmt.Fprintf(stderr, "--pod %q is not NAMESPACE/NAME\n", *pod)
-			return ExitUsage
-		}
-		w := census.Take(inv).Lookup(pns, pname)
-		if w == nil {
-			fmt.Fprintf(stderr, "error: no Pod or workload %q in the inventory\n", *pod)
-			return ExitError
-		}
-		if !w.RunsSidecar() {
-			fmt.Fprintf(stderr, "error: %s runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", w.Key(), w.Why, w.Reason)
-			return ExitError
-		}
-		proxy = predict.Proxy{Namespace: pns, Labels: w.Labels, Version: w.Version}
-		assumed(stderr, w)
-	} else {
-		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
-			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
-			return ExitError
-		}
-		if !slices.Contains(inv.NamespaceNames(), *ns) {
-			fmt.Fprintf(stderr, "error: namespace %q is not in the inventory.%s Give the manifests of that namespace with -f, or correct the name.\n",
-				*ns, didyoumean.DidYouMean(*ns, inv.NamespaceNames()))
-			return ExitError
-		}
-		l, err := parseLabels(*lbls)
-		if err != nil {
-			fmt.Fprintf(stderr, "error: --labels: %v\n", err)
-			return ExitUsage
-		}
-		for k, v := range l {
-			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-				fmt.Fprintf(stderr, "error: label key %q is invalid: %s\n", k, strings.Join(errs, "; "))
-				return ExitError
-			}
-			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-				fmt.Fprintf(stderr, "error: label value %q is invalid: %s\n", v, strings.Join(errs, "; "))
-				return ExitError
-			}
-		}
-		proxy.Labels = l
-		w := census.Pod(inv, *ns, l)
-		if !w.RunsSidecar() {
-			fmt.Fprintf(stderr, "error: a pod in namespace %s with these labels runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", *ns, w.Why, w.Reason)
-			return ExitError
-		}
-		proxy.Version = w.Version
-		assumed(stderr, w)
-	}
-	indexStart := time.Now()
-	p, err := predict.New(inv, pf.options())
-	prog.done(indexStart, "indexed the inventory")
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return ExitUsage
-	}
+	return writeClusters(p, proxy, *out, stdout, stderr)
+}
+
+// writeClusters prints the proxy's predicted clusters in the output format.
+func writeClusters(p *predict.Predictor, proxy predict.Proxy, out string, stdout, stderr io.Writer) int {
 	res := p.Predict(proxy)
-	if proxy.Version != "" && p.VersionFor(proxy) != p.Version() {
-		fmt.Fprintf(stderr, "note: predicted with Istio %s rules, the release of the istiod revision that injects this proxy (C12)\n", p.VersionFor(proxy))
-	} else if proxy.Version != "" && proxy.Version != p.Version() {
-		fmt.Fprintf(stderr, "warning: the istiod revision that injects this proxy runs Istio %s, whose rules meshscope does not model: predicted with %s rules\n", proxy.Version, p.Version())
-	}
 	if patches := p.ClusterPatches(proxy); len(patches) > 0 {
 		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's clusters in ways meshscope does not apply (R39): %s. "+
 			"istiod's list differs from this one by what they add, remove or change.\n", strings.Join(patches, "; "))
 	}
-	switch *out {
+	switch out {
 	case "names":
 		for _, n := range res.Names() {
 			fmt.Fprintln(stdout, n)
 		}
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
 		doc := struct {
 			SchemaVersion int               `json:"schema_version"`
 			Namespace     string            `json:"namespace"`
@@ -136,14 +60,126 @@ func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			CDSCount      int `json:"cds_count"`
 			IstioctlCount int `json:"istioctl_count"`
 		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res, len(res.Clusters), len(res.Clusters) + len(res.Bootstrap)}
-		if err := enc.Encode(doc); err != nil {
-			fmt.Fprintf(stderr, "error: %v\n", err)
-			return ExitError
-		}
+		return writeJSON(stdout, stderr, doc)
 	default:
 		writeTable(stdout, res)
 	}
 	return ExitOK
+}
+
+// writeJSON prints doc as indented JSON.
+func writeJSON(stdout, stderr io.Writer, doc any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+// proxyFlags are the flags that name one proxy of an inventory: -f, and --namespace with
+// --labels or --pod.
+type proxyFlags struct {
+	files         stringList
+	ns, lbls, pod *string
+	pf            predictFlags
+}
+
+func addProxyFlags(fs *flag.FlagSet) *proxyFlags {
+	f := &proxyFlags{}
+	fs.Var(&f.files, "f", "manifest file or directory (repeatable; - reads stdin)")
+	f.ns = fs.String("namespace", "", "namespace of the proxy")
+	f.lbls = fs.String("labels", "", "pod labels of the proxy, k=v[,k=v]")
+	f.pod = fs.String("pod", "", "take namespace and labels from this Pod or workload of the inventory: NS/NAME")
+	f.pf = addPredictFlags(fs)
+	return f
+}
+
+// resolve loads the inventory, indexes it and finds the proxy the flags name, with the notes
+// on what is assumed of it.
+func (f *proxyFlags) resolve(stdin io.Reader, stderr io.Writer) (*predict.Predictor, predict.Proxy, int) {
+	files, ns, lbls, pod := f.files, f.ns, f.lbls, f.pod
+	if code := checkFiles(files, stderr, "give at least one manifest file or directory"); code != ExitOK {
+		return nil, predict.Proxy{}, code
+	}
+	if *pod == "" && *ns == "" {
+		fmt.Fprintln(stderr, "missing --namespace (or --pod NS/NAME)")
+		return nil, predict.Proxy{}, ExitUsage
+	}
+	if *pod != "" && (*ns != "" || *lbls != "") {
+		fmt.Fprintln(stderr, "--pod cannot be combined with --namespace or --labels")
+		return nil, predict.Proxy{}, ExitUsage
+	}
+	inv, prog, code := f.pf.loadInventory(files, stdin, stderr)
+	if code != ExitOK {
+		return nil, predict.Proxy{}, code
+	}
+	proxy := predict.Proxy{Namespace: *ns}
+	if *pod != "" {
+		pns, pname, ok := strings.Cut(*pod, "/")
+		if !ok || pns == "" || pname == "" {
+			fmt.Fprintf(stderr, "--pod %q is not NAMESPACE/NAME\n", *pod)
+			return nil, predict.Proxy{}, ExitUsage
+		}
+		w := census.Take(inv).Lookup(pns, pname)
+		if w == nil {
+			fmt.Fprintf(stderr, "error: no Pod or workload %q in the inventory\n", *pod)
+			return nil, predict.Proxy{}, ExitError
+		}
+		if !w.RunsSidecar() {
+			fmt.Fprintf(stderr, "error: %s runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", w.Key(), w.Why, w.Reason)
+			return nil, predict.Proxy{}, ExitError
+		}
+		proxy = predict.Proxy{Namespace: pns, Labels: w.Labels, Version: w.Version}
+		assumed(stderr, w)
+	} else {
+		if errs := validation.IsDNS1123Label(*ns); len(errs) > 0 {
+			fmt.Fprintf(stderr, "error: namespace %q is invalid: %s\n", *ns, strings.Join(errs, "; "))
+			return nil, predict.Proxy{}, ExitError
+		}
+		if !slices.Contains(inv.NamespaceNames(), *ns) {
+			fmt.Fprintf(stderr, "error: namespace %q is not in the inventory.%s Give the manifests of that namespace with -f, or correct the name.\n",
+				*ns, didyoumean.DidYouMean(*ns, inv.NamespaceNames()))
+			return nil, predict.Proxy{}, ExitError
+		}
+		l, err := parseLabels(*lbls)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --labels: %v\n", err)
+			return nil, predict.Proxy{}, ExitUsage
+		}
+		for k, v := range l {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				fmt.Fprintf(stderr, "error: label key %q is invalid: %s\n", k, strings.Join(errs, "; "))
+				return nil, predict.Proxy{}, ExitError
+			}
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				fmt.Fprintf(stderr, "error: label value %q is invalid: %s\n", v, strings.Join(errs, "; "))
+				return nil, predict.Proxy{}, ExitError
+			}
+		}
+		proxy.Labels = l
+		w := census.Pod(inv, *ns, l)
+		if !w.RunsSidecar() {
+			fmt.Fprintf(stderr, "error: a pod in namespace %s with these labels runs no sidecar, so no Sidecar resource configures it: %s (%s)\n", *ns, w.Why, w.Reason)
+			return nil, predict.Proxy{}, ExitError
+		}
+		proxy.Version = w.Version
+		assumed(stderr, w)
+	}
+	indexStart := time.Now()
+	p, err := predict.New(inv, f.pf.options())
+	prog.done(indexStart, "indexed the inventory")
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return nil, predict.Proxy{}, ExitUsage
+	}
+	if proxy.Version != "" && p.VersionFor(proxy) != p.Version() {
+		fmt.Fprintf(stderr, "note: predicted with Istio %s rules, the release of the istiod revision that injects this proxy (C12)\n", p.VersionFor(proxy))
+	} else if proxy.Version != "" && proxy.Version != p.Version() {
+		fmt.Fprintf(stderr, "warning: the istiod revision that injects this proxy runs Istio %s, whose rules meshscope does not model: predicted with %s rules\n", proxy.Version, p.Version())
+	}
+	return p, proxy, ExitOK
 }
 
 // writeTable prints rows the way `istioctl proxy-config cluster` does.

@@ -73,7 +73,18 @@ type CLI struct {
 // and returns the printed names. It enforces the output contract: one name per
 // line, sorted, nothing else. A name may repeat, as in istiod's output (R32).
 func (c CLI) Clusters(files []string, px Proxy) ([]string, error) {
-	args := []string{"clusters"}
+	return c.names([]string{"clusters"}, files, px)
+}
+
+// Listeners runs `meshscope proxy-config listener ... -o names` and returns the printed
+// names, under the same output contract as Clusters.
+func (c CLI) Listeners(files []string, px Proxy) ([]string, error) {
+	return c.names([]string{"proxy-config", "listener"}, files, px)
+}
+
+// names runs a command of the CLI that prints one name per line for a proxy.
+func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
+	args := append([]string(nil), command...)
 	for _, f := range files {
 		args = append(args, "-f", f)
 	}
@@ -101,7 +112,7 @@ func (c CLI) Clusters(files []string, px Proxy) ([]string, error) {
 			continue
 		}
 		if strings.TrimSpace(l) != l || strings.ContainsAny(l, " \t") {
-			return nil, fmt.Errorf("%s %s: output line %q is not a bare cluster name", c.Bin, strings.Join(args, " "), l)
+			return nil, fmt.Errorf("%s %s: output line %q is not a bare name", c.Bin, strings.Join(args, " "), l)
 		}
 		names = append(names, l)
 	}

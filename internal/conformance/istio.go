@@ -97,6 +97,9 @@ type Inventory struct {
 	Namespaces map[string]map[string]string
 	// Discovered reports whether istiod can see a namespace (discoverySelectors).
 	Discovered map[string]bool
+	// istioDocs and configMaps are the inventory's Istio objects and ConfigMaps as written,
+	// for ClusterStateYAML.
+	istioDocs, configMaps []string
 }
 
 // SplitYAMLDocuments splits a multi-document YAML stream.
@@ -197,6 +200,9 @@ func ParseInventory(inventoryYAML string) (*Inventory, error) {
 			istioDocs = append(istioDocs, d)
 			continue
 		}
+		if tm.Kind == "ConfigMap" {
+			inv.configMaps = append(inv.configMaps, d)
+		}
 		obj, _, err := decode([]byte(d), nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s %s: %v", tm.APIVersion, tm.Kind, err)
@@ -279,6 +285,7 @@ func ParseInventory(inventoryYAML string) (*Inventory, error) {
 		return nil, err
 	}
 	inv.Pods = pods
+	inv.istioDocs = istioDocs
 
 	// Every namespace that holds an object exists in a real cluster.
 	need := map[string]bool{}
@@ -342,6 +349,11 @@ func ParseInventory(inventoryYAML string) (*Inventory, error) {
 	for _, p := range pods {
 		if inv.Discovered[p.Namespace] {
 			inv.KubeObjects = append(inv.KubeObjects, p)
+		}
+	}
+	for _, es := range endpointSlices(services, pods) {
+		if inv.Discovered[es.Namespace] {
+			inv.KubeObjects = append(inv.KubeObjects, es)
 		}
 	}
 	filtered := inv.Configs[:0]
@@ -565,6 +577,11 @@ func setupProxy(s *xds.FakeDiscoveryServer, pod *corev1.Pod) *model.Proxy {
 			Labels:       copyLabels(pod.Labels),
 			ClusterID:    clusterID,
 			IstioVersion: istioVersion,
+			// A real pilot-agent reports these; the listener generator keeps its outbound
+			// listeners off them.
+			EnvoyStatusPort:     15021,
+			EnvoyPrometheusPort: 15090,
+			InterceptionMode:    interceptionMode(pod),
 		},
 		IstioVersion: model.ParseIstioVersion(istioVersion),
 	}

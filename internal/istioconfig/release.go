@@ -93,3 +93,10 @@ func (v Version) EgressExclusions() bool { return !v.Less(EgressExclusionsSince)
 
 // EgressExclusionsSince is the release from which EgressExclusions holds, for messages.
 var EgressExclusionsSince = Version{1, 31}
+
+// ExactHostIndexOneAddress: when every host of a Sidecar egress listener is exact and
+// namespaced, istiod takes its services from the index of one service per host and namespace,
+// so a ServiceEntry with several addresses gets one outbound listener, on its first address
+// (rule R50), from 1.31. Before, one per address. Istio: pilot/pkg/model/sidecar.go
+// servicesForExactHosts.
+func (v Version) ExactHostIndexOneAddress() bool { return v.atLeast(31) }

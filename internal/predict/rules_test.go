@@ -138,6 +138,7 @@ func repoTestFuncs(t *testing.T) map[string]bool {
 // caseFiles are the files holding the named cases of a table-driven test, as `name: "..."`.
 var caseFiles = map[string]string{
 	"TestHandWritten":   "../conformance/handwritten_test.go",
+	"TestListenerCases": "../conformance/lds_test.go",
 	"TestPredictGolden": "predict_test.go",
 }
 
@@ -207,7 +208,7 @@ func TestRuleCatalogue(t *testing.T) {
 	}
 	tagged := ruleIDs(t, code...)
 	tests := append(goFiles(t, ".", true), goFiles(t, "../istioconfig", true)...)
-	tests = append(tests, "../conformance/handwritten_test.go")
+	tests = append(tests, "../conformance/handwritten_test.go", "../conformance/lds_test.go")
 	cited := ruleIDs(t, tests...)
 
 	var ids []int

@@ -71,14 +71,19 @@ type sidecarScope struct {
 	facts *listFacts
 	// clusterHint is the number of outbound clusters to expect.
 	clusterHint int
+	// egress are the Sidecar's egress listeners with the services each imports, which
+	// decide LDS and RDS (R48): services pulled in by a VirtualService only are not in them.
+	egress []*listener
 }
 
 type listener struct {
 	cfg       *networking.IstioEgressListener
 	matchPort bool
-	hosts     map[string]*hostClass
-	services  []*scoped
-	vss       []*vsEntry
+	// allExact is set when every host is exact and namespaced (R18's exact-host path).
+	allExact bool
+	hosts    map[string]*hostClass
+	services []*scoped
+	vss      []*vsEntry
 }
 
 // buildScope mirrors convertToSidecarScope + initSidecarScopeInternalIndexes.
@@ -98,6 +103,7 @@ func (ix *index) buildScope(sc *mesh.Sidecar, configNs string) *sidecarScope {
 		listeners = append(listeners, ix.convertListener(configNs, e))
 	}
 	out.collect(ix, listeners, configNs)
+	out.egress = listeners
 	out.drs = map[string][]*consolidatedDR{}
 	if ix.hasDRs() {
 		for _, s := range out.services {
@@ -171,6 +177,7 @@ func (ix *index) convertListener(configNs string, e *networking.IstioEgressListe
 		cands = ix.servicesExportedTo(configNs)
 	}
 	l.services = ix.selectServices(l, cands, configNs)
+	l.allExact = allExact
 	return l
 }
 

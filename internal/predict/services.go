@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -65,6 +66,12 @@ type service struct {
 	// endpointLabels are the label sets of the endpoints of DNS-resolved services.
 	endpointLabels []map[string]string
 	dnsRace        bool
+	// vip is a Kubernetes Service's spec.clusterIP: "" when the manifest does not say (the
+	// API server assigns it on create), "None" for a headless Service (R50).
+	vip string
+	// addrs are a ServiceEntry's addresses as istiod converts them: a /32 or /128 is a plain
+	// IP, a wider prefix stays a CIDR (R50).
+	addrs []string
 	// full is the canonical scoped view with every port.
 	full *scoped
 	// pos is the service's position in index.services.
@@ -186,6 +193,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 		created:  ks.Created,
 		labels:   ks.Labels,
 		selector: ks.Spec.Selector,
+		vip:      ks.Spec.ClusterIP,
 	}
 	s.exportTo = istioconfig.AnnotationExportTo(ks.Annotations)
 	if ks.Spec.Type == corev1.ServiceTypeExternalName && ks.Spec.ExternalName != "" {
@@ -249,14 +257,27 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 		}
 	}
 	exportTo := istioconfig.ExportToSet(spec.GetExportTo())
+	addrs := make([]string, 0, len(spec.GetAddresses()))
+	for _, a := range spec.GetAddresses() {
+		addrs = append(addrs, seAddress(a))
+	}
 	var out []*service
 	for _, h := range spec.GetHosts() {
 		out = append(out, &service{
 			host: h, ns: se.Namespace, attrName: h, objName: se.Name, res: res, ports: withClusterNames(ports, h),
 			exportTo: exportTo, created: se.Created, labels: se.Labels, selector: selector,
-			endpointLabels: endpoints,
-			dnsRace:        se.Annotations["networking.istio.io/dns-connect-strategy"] == "RACE_FIRST_TCP_CONNECT",
+			endpointLabels: endpoints, addrs: addrs,
+			dnsRace: se.Annotations["networking.istio.io/dns-connect-strategy"] == "RACE_FIRST_TCP_CONNECT",
 		})
 	}
 	return out
+}
+
+// seAddress is a ServiceEntry address as istiod's convertServices keeps it: a host prefix
+// (/32, /128) becomes its IP, anything else is kept as written.
+func seAddress(a string) string {
+	if pfx, err := netip.ParsePrefix(a); err == nil && pfx.IsSingleIP() {
+		return pfx.Addr().String()
+	}
+	return a
 }

@@ -40,7 +40,7 @@ func (d *proxyClustersDataSource) Metadata(_ context.Context, req datasource.Met
 
 func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Predicts the Envoy clusters istiod pushes to one sidecar proxy, identified by its namespace " +
+		MarkdownDescription: "Predicts the Envoy clusters and listeners istiod pushes to one sidecar proxy, identified by its namespace " +
 			"and pod labels, from the provider's inventory. `sidecars` evaluates Sidecar manifests as if applied, so " +
 			"the effect of a `meshscope_workload_scope` can be read before anything reaches a cluster. The cluster " +
 			"names match `istioctl proxy-config cluster`.",
@@ -98,6 +98,28 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "The number of rows `istioctl proxy-config cluster` prints: the CDS clusters plus " +
 					"the bootstrap clusters (agent, prometheus_stats, sds-grpc, xds-grpc and a tracer when configured).",
 				Computed: true,
+			},
+			"listeners": schema.ListAttribute{
+				MarkdownDescription: "The LDS listener names, sorted, as `istioctl proxy-config listener` names them: " +
+					"`0.0.0.0_80` for an HTTP port, `<VIP>_<port>` for a TCP or protocol-detected port, `virtualOutbound`, " +
+					"`virtualInbound`. An address the inventory does not carry (a Service's `clusterIP` or a pod's IP, " +
+					"which the API server assigns on create) is named by what it stands for, for example " +
+					"`<reviews.bookinfo VIP>_9080`; `listeners_address_unknown` counts them. A live inventory carries them.",
+				ElementType: types.StringType,
+				Computed:    true,
+			},
+			"listener_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of LDS listeners.",
+				Computed:            true,
+			},
+			"listeners_address_unknown": schema.Int64Attribute{
+				MarkdownDescription: "How many of `listeners` are named by a placeholder, because the inventory does not " +
+					"carry their address.",
+				Computed: true,
+			},
+			"baseline_listener_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of LDS listeners of the same proxy with no Sidecar in effect at all.",
+				Computed:            true,
 			},
 		},
 	}
@@ -173,7 +195,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
 	})
 
-	resp.Diagnostics.Append(model.setPrediction(res, baseline)...)
+	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.Listeners(proxy))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 }
 

@@ -57,6 +57,20 @@ data "meshscope_proxy_clusters" "bar_scoped" {
 
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.bar_scoped", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(19)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.bar_scoped", tfjsonpath.New("sidecar"), knownvalue.StringExact("")),
+
+					// The seed's listeners, as the conformance module's TestListenersSeed pins Istio's: 14
+					// without a Sidecar, 11 under foo's; the VIPs of the TCP and detected ports are
+					// assigned by the API server, so the seed's manifests do not carry them.
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("listener_count"), knownvalue.Int64Exact(14)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("listeners"), knownvalue.ListSizeExact(14)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("listeners_address_unknown"), knownvalue.Int64Exact(9)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listener_count"), knownvalue.Int64Exact(11)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("baseline_listener_count"), knownvalue.Int64Exact(14)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listeners"), knownvalue.ListPartial(map[int]knownvalue.Check{
+						0: knownvalue.StringExact("0.0.0.0_15010"),
+						3: knownvalue.StringExact("<istio-ingressgateway.istio-system VIP>_15012"),
+						10: knownvalue.StringExact("virtualOutbound"),
+					})),
 				},
 			},
 		},

@@ -92,6 +92,11 @@ type proxyClustersDataSourceModel struct {
 	InboundCount  types.Int64  `tfsdk:"inbound_count"`
 	BaselineCount types.Int64  `tfsdk:"baseline_count"`
 	IstioctlCount types.Int64  `tfsdk:"istioctl_count"`
+	// Listeners are the LDS listener names, sorted.
+	Listeners               types.List  `tfsdk:"listeners"` //< types.String
+	ListenerCount           types.Int64 `tfsdk:"listener_count"`
+	ListenersAddressUnknown types.Int64 `tfsdk:"listeners_address_unknown"`
+	BaselineListenerCount   types.Int64 `tfsdk:"baseline_listener_count"`
 }
 
 // inputsKnown reports whether every input attribute of the scope is known, so
@@ -286,8 +291,20 @@ func (m proxyClustersDataSourceModel) proxy(ctx context.Context) (predict.Proxy,
 	return predict.Proxy{Namespace: m.Namespace.ValueString(), Labels: labels}, diags
 }
 
-// setPrediction stores a prediction and the count for the same proxy without any Sidecar.
-func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result) diag.Diagnostics {
+// setPrediction stores a prediction and the counts for the same proxy without any Sidecar.
+func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls, baseLs []predict.Listener) diag.Diagnostics {
+	lnames := make([]string, len(ls))
+	unknown := 0
+	for i, l := range ls {
+		lnames[i] = l.Name
+		if !l.AddressKnown {
+			unknown++
+		}
+	}
+	m.Listeners, _ = types.ListValueFrom(context.Background(), types.StringType, lnames)
+	m.ListenerCount = types.Int64Value(int64(len(ls)))
+	m.ListenersAddressUnknown = types.Int64Value(int64(unknown))
+	m.BaselineListenerCount = types.Int64Value(int64(len(baseLs)))
 	names, diags := types.ListValueFrom(context.Background(), types.StringType, res.Names())
 	m.Clusters = names
 	m.Sidecar = types.StringValue(res.Sidecar)

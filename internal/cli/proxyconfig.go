@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
+)
+
+const proxyConfigUsage = `Usage: terraform-provider-meshscope proxy-config cluster|listener|all -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
+Predicts one proxy's Envoy configuration as istioctl proxy-config prints it. PATH is a file, a
+directory (its *.yaml and *.yml files, recursively) or - for stdin.
+  cluster   the CDS clusters, as the clusters command prints them
+  listener  the LDS listeners; an address the manifests do not carry (a Service VIP the API server
+            assigns, a pod IP) is named in angle brackets, as in <reviews.bookinfo VIP>_9080
+  all       both, each -o names line prefixed by its kind
+`
+
+// proxyConfigKinds are the kinds proxy-config predicts, in its output order.
+var proxyConfigKinds = []string{"cluster", "listener"}
+
+func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fs := newFlagSet("proxy-config", proxyConfigUsage, stderr)
+			addProxyFlags(fs)
+			fs.String("o", "table", "output: table, names or json")
+			fs.Usage()
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "proxy-config: name what to print first, one of %s or all\n%s", strings.Join(proxyConfigKinds, ", "), proxyConfigUsage)
+		return ExitUsage
+	}
+	kind := strings.TrimSuffix(args[0], "s") // istioctl takes "clusters" and "listeners" too
+	if kind != "all" && !slices.Contains(proxyConfigKinds, kind) {
+		fmt.Fprintf(stderr, "proxy-config: unknown kind %q: give one of %s or all (routes and endpoints are not predicted yet)\n",
+			args[0], strings.Join(proxyConfigKinds, ", "))
+		return ExitUsage
+	}
+	fs := newFlagSet("proxy-config "+kind, proxyConfigUsage, stderr)
+	tf := addProxyFlags(fs)
+	out := fs.String("o", "table", "output: table, names or json")
+	if code, ok := parseFlagsOnly(fs, args[1:], stderr); !ok {
+		return code
+	}
+	if code := checkOutput(*out, stderr, "table", "names", "json"); code != ExitOK {
+		return code
+	}
+	p, proxy, code := tf.resolve(stdin, stderr)
+	if code != ExitOK {
+		return code
+	}
+	switch kind {
+	case "cluster":
+		return writeClusters(p, proxy, *out, stdout, stderr)
+	case "listener":
+		return writeListeners(p.Listeners(proxy), proxy, *out, stdout, stderr)
+	}
+	res := p.Predict(proxy)
+	ls := p.Listeners(proxy)
+	switch *out {
+	case "names":
+		for _, n := range res.Names() {
+			fmt.Fprintf(stdout, "cluster\t%s\n", n)
+		}
+		for _, l := range ls {
+			fmt.Fprintf(stdout, "listener\t%s\n", l.Name)
+		}
+		return ExitOK
+	case "json":
+		doc := struct {
+			SchemaVersion int                `json:"schema_version"`
+			Namespace     string             `json:"namespace"`
+			Labels        map[string]string  `json:"labels"`
+			Sidecar       string             `json:"sidecar"`
+			Clusters      []predict.Cluster  `json:"clusters"`
+			Listeners     []predict.Listener `json:"listeners"`
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res.Sidecar, res.Clusters, ls}
+		return writeJSON(stdout, stderr, doc)
+	}
+	writeTable(stdout, res)
+	fmt.Fprintln(stdout)
+	writeListenerTable(stdout, ls)
+	return ExitOK
+}
+
+// writeListeners prints the proxy's predicted listeners in the output format.
+func writeListeners(ls []predict.Listener, proxy predict.Proxy, out string, stdout, stderr io.Writer) int {
+	unknown := 0
+	for _, l := range ls {
+		if !l.AddressKnown {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		fmt.Fprintf(stderr, "note: %d listeners are bound to an address the manifests do not carry, named in angle brackets; "+
+			"give the inventory as the cluster holds it (Services with spec.clusterIP, Pods with status.podIP) for their real names\n", unknown)
+	}
+	switch out {
+	case "names":
+		for _, l := range ls {
+			fmt.Fprintln(stdout, l.Name)
+		}
+	case "json":
+		doc := struct {
+			SchemaVersion int                `json:"schema_version"`
+			Namespace     string             `json:"namespace"`
+			Labels        map[string]string  `json:"labels"`
+			Listeners     []predict.Listener `json:"listeners"`
+			LDSCount      int                `json:"lds_count"`
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, ls, len(ls)}
+		return writeJSON(stdout, stderr, doc)
+	default:
+		writeListenerTable(stdout, ls)
+	}
+	return ExitOK
+}
+
+// writeListenerTable prints one row per listener, with the address and port columns of
+// `istioctl proxy-config listener`.
+func writeListenerTable(w io.Writer, ls []predict.Listener) {
+	tw := tabwriter.NewWriter(w, 0, 8, 5, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADDRESSES\tPORT\tDIRECTION\tPROTOCOL\tSERVICES")
+	for _, l := range ls {
+		dir := l.Direction
+		if dir == "" {
+			dir = "-"
+		}
+		svcs := "-"
+		if len(l.Services) > 0 {
+			svcs = strings.Join(l.Services, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Address, strconv.Itoa(l.Port), dir, l.Protocol, svcs)
+	}
+	_ = tw.Flush()
+}

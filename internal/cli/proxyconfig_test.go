@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
+)
+
+// proxy-config cluster prints exactly what clusters prints; listener prints the listeners, with
+// the VIPs the seed's manifests do not carry named and noted.
+func TestProxyConfigSeed(t *testing.T) {
+	seed := fixture.SeedFile(t)
+	args := []string{"-f", seed, "--namespace", "foo", "--labels", "app=test-app", "-o", "names"}
+	_, want, _ := run(t, "", append([]string{"clusters"}, args...)...)
+	code, got, errs := run(t, "", append([]string{"proxy-config", "cluster"}, args...)...)
+	if code != ExitOK || got != want || want == "" {
+		t.Errorf("proxy-config cluster: exit %d, stderr %s; output differs from clusters':\n%s\nvs\n%s", code, errs, got, want)
+	}
+	code, got, errs = run(t, "", append([]string{"proxy-config", "listeners"}, args...)...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	for _, w := range []string{"0.0.0.0_80", "<istiod.istio-system VIP>_15012", "virtualInbound", "virtualOutbound"} {
+		if !strings.Contains("\n"+got, "\n"+w+"\n") {
+			t.Errorf("listener names lack %q:\n%s", w, got)
+		}
+	}
+	if !strings.Contains(errs, "bound to an address the manifests do not carry") {
+		t.Errorf("no note on the unknown VIPs: %q", errs)
+	}
+	code, got, _ = run(t, "", "proxy-config", "listener", "-f", seed, "--namespace", "foo", "--labels", "app=test-app", "-o", "json")
+	var doc struct {
+		Listeners []struct {
+			Name         string `json:"name"`
+			AddressKnown bool   `json:"address_known"`
+		} `json:"listeners"`
+		LDSCount int `json:"lds_count"`
+	}
+	if err := json.Unmarshal([]byte(got), &doc); err != nil || code != ExitOK {
+		t.Fatalf("exit %d, json: %v\n%s", code, err, got)
+	}
+	if doc.LDSCount != len(lines) || len(doc.Listeners) != len(lines) {
+		t.Errorf("json lds_count %d, %d listeners; -o names printed %d", doc.LDSCount, len(doc.Listeners), len(lines))
+	}
+	code, got, _ = run(t, "", append([]string{"proxy-config", "all"}, args...)...)
+	if code != ExitOK || strings.Count(got, "listener\t") != len(lines) || strings.Count(got, "cluster\t") != strings.Count(want, "\n") {
+		t.Errorf("proxy-config all: exit %d:\n%s", code, got)
+	}
+}
+
+func TestProxyConfigUsage(t *testing.T) {
+	seed := fixture.SeedFile(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, ExitUsage, "name what to print first"},
+		{[]string{"-f", seed}, ExitUsage, "name what to print first"},
+		{[]string{"routes", "-f", seed, "--namespace", "foo"}, ExitUsage, `unknown kind "routes"`},
+		{[]string{"listener", "--namespace", "foo"}, ExitUsage, "give at least one manifest"},
+		{[]string{"listener", "-f", seed}, ExitUsage, "missing --namespace"},
+		{[]string{"listener", "-f", seed, "--namespace", "fooo"}, ExitError, `namespace "fooo" is not in the inventory`},
+		{[]string{"listener", "-f", seed, "--namespace", "foo", "-o", "yaml"}, ExitUsage, "yaml"},
+	} {
+		code, _, errs := run(t, "", append([]string{"proxy-config"}, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("proxy-config %q: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+}

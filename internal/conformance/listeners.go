@@ -1,0 +1,172 @@
+package conformance
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"istio.io/istio/pilot/pkg/model"
+	"istio.io/istio/pilot/test/xds"
+	"istio.io/istio/pkg/test"
+)
+
+// endpointSlices plays Kubernetes' EndpointSlice controller: for every Service with a selector,
+// the pods of its namespace that the selector matches, one slice per set of resolved target
+// ports (a named target port resolves per pod, to the container port of that name and
+// protocol; a pod without it is left out of that port's slice). Every harness pod is running
+// and ready.
+func endpointSlices(services []*corev1.Service, pods []*corev1.Pod) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for _, s := range services {
+		if len(s.Spec.Selector) == 0 || s.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		sel := klabels.SelectorFromSet(s.Spec.Selector)
+		bySet := map[string]*discoveryv1.EndpointSlice{}
+		var order []string
+		for _, p := range pods {
+			if p.Namespace != s.Namespace || !sel.Matches(klabels.Set(p.Labels)) || p.Status.PodIP == "" {
+				continue
+			}
+			var ports []discoveryv1.EndpointPort
+			var key strings.Builder
+			for _, sp := range s.Spec.Ports {
+				n, ok := findPort(p, sp)
+				if !ok {
+					continue
+				}
+				name, proto := sp.Name, sp.Protocol
+				ports = append(ports, discoveryv1.EndpointPort{Name: &name, Protocol: &proto, Port: &n, AppProtocol: sp.AppProtocol})
+				fmt.Fprintf(&key, "%s/%s/%d;", name, proto, n)
+			}
+			es := bySet[key.String()]
+			if es == nil {
+				es = &discoveryv1.EndpointSlice{
+					TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+					ObjectMeta: metav1.ObjectMeta{
+						Name:              fmt.Sprintf("%s-%d", s.Name, len(order)),
+						Namespace:         s.Namespace,
+						CreationTimestamp: metav1.NewTime(DefaultCreationTime),
+						Labels: map[string]string{
+							discoveryv1.LabelServiceName: s.Name,
+							discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+						},
+					},
+					AddressType: discoveryv1.AddressTypeIPv4,
+					Ports:       ports,
+				}
+				bySet[key.String()] = es
+				order = append(order, key.String())
+			}
+			ready, serving, terminating := true, true, false
+			node := p.Spec.NodeName
+			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{p.Status.PodIP},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &serving, Terminating: &terminating},
+				NodeName:   &node,
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name},
+			})
+		}
+		for _, k := range order {
+			out = append(out, bySet[k])
+		}
+	}
+	return out
+}
+
+// findPort is Kubernetes' podutil.FindPort: a numeric target port, or the container port
+// with the target port's name and the Service port's protocol.
+func findPort(p *corev1.Pod, sp corev1.ServicePort) (int32, bool) {
+	if sp.TargetPort.Type == intstr.Int {
+		return sp.TargetPort.IntVal, true
+	}
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name == sp.TargetPort.StrVal && cp.Protocol == sp.Protocol {
+				return cp.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// ClusterStateYAML is the inventory as a cluster's API server holds it once created: the
+// Namespaces, the Services with the cluster IPs allocated, the Pods (one per workload) with
+// their IPs and status, and the Istio objects and ConfigMaps as written. Given it, meshscope
+// knows every address istiod names a listener by, as it does from a live cluster.
+func (inv *Inventory) ClusterStateYAML() (string, error) {
+	var docs []string
+	for _, o := range inv.KubeObjects {
+		switch o.(type) {
+		case *corev1.Namespace, *corev1.Service, *corev1.Pod:
+		default:
+			continue
+		}
+		b, err := marshalObject(o)
+		if err != nil {
+			return "", err
+		}
+		docs = append(docs, b)
+	}
+	docs = append(docs, inv.configMaps...)
+	docs = append(docs, inv.istioDocs...)
+	return strings.Join(docs, "\n---\n"), nil
+}
+
+func marshalObject(o runtime.Object) (string, error) {
+	switch v := o.(type) {
+	case *corev1.Service:
+		v.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+	case *corev1.Pod:
+		// Without its phase, the Pod reads as a manifest before injection, as the proxies of
+		// the conformance meshes are written; its IP stays.
+		c := v.DeepCopy()
+		c.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+		c.Status = corev1.PodStatus{PodIP: v.Status.PodIP, PodIPs: v.Status.PodIPs}
+		o = c
+	}
+	b, err := sigsyaml.Marshal(o)
+	if err != nil {
+		return "", fmt.Errorf("marshal %T: %v", o, err)
+	}
+	return string(b), nil
+}
+
+// IstioListeners runs Istio's own LDS generator (ConfigGeneratorImpl.BuildListeners) on the
+// inventory and returns every proxy's listener names, sorted, a repeated name as many times
+// as istiod builds it.
+func IstioListeners(t test.Failer, inv *Inventory, proxies []Proxy) IstioResult {
+	t.Helper()
+	s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{KubernetesObjects: inv.KubeObjects, Configs: inv.Configs, MeshConfig: inv.Mesh})
+	out := IstioResult{}
+	for _, px := range proxies {
+		pod, err := inv.FindPod(px)
+		if err != nil {
+			t.Fatalf("proxy %s: %v", px.Key(), err)
+		}
+		p := setupProxy(s, pod)
+		var names []string
+		for _, l := range s.Listeners(p) {
+			names = append(names, l.GetName())
+		}
+		sort.Strings(names)
+		out[px.Key()] = names
+	}
+	return out
+}
+
+// interceptionMode is the proxy metadata the injector takes from the pod's annotation.
+func interceptionMode(pod *corev1.Pod) model.TrafficInterceptionMode {
+	if m := pod.Annotations["sidecar.istio.io/interceptionMode"]; m != "" {
+		return model.TrafficInterceptionMode(m)
+	}
+	return model.InterceptionRedirect
+}

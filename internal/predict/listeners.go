@@ -1,0 +1,373 @@
+package predict
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+)
+
+// The LDS listeners istiod pushes to a sidecar (R48-R55), as buildSidecarListeners builds
+// them: one outbound listener per {bind, port} key of the egress listeners' services, the
+// virtual listeners, and the inbound listeners a Sidecar's ingress binds.
+
+// Listener is one LDS listener, a row of `istioctl proxy-config listener`.
+type Listener struct {
+	// Name is "<address>_<port>", or virtualOutbound / virtualInbound.
+	Name string `json:"name"`
+	// Address is the address the listener matches or binds. When the inventory does not say
+	// it (a Service VIP the API server assigns on create, a pod IP), it names what it stands
+	// for in angle brackets, "<reviews.bookinfo VIP>", and AddressKnown is false.
+	Address      string `json:"address"`
+	AddressKnown bool   `json:"address_known"`
+	Port         int    `json:"port"`
+	// Direction is outbound or inbound; "" for the virtual listeners.
+	Direction string `json:"direction"`
+	// Protocol is the listener protocol of the service that created it: HTTP, TCP or AUTO
+	// (protocol detection).
+	Protocol string `json:"protocol"`
+	// Services are the hosts whose calls the listener takes, in the order istiod adds them.
+	Services []string `json:"services,omitempty"`
+}
+
+// Listener protocols (istio networking.ListenerProtocol).
+const (
+	ListenerHTTP = "HTTP"
+	ListenerTCP  = "TCP"
+	ListenerAuto = "AUTO"
+
+	virtualOutbound = "virtualOutbound"
+	virtualInbound  = "virtualInbound"
+	wildcardIPv4    = "0.0.0.0"
+	localhostIPv4   = "127.0.0.1"
+)
+
+// listenerProtocol is R49: the listener protocol of a port protocol, "" for none (UDP).
+// Istio: networking.ModelProtocolToListenerProtocol.
+func listenerProtocol(proto string) string {
+	switch proto {
+	case istioconfig.HTTP, istioconfig.HTTP2, istioconfig.HTTPProxy, istioconfig.GRPC, istioconfig.GRPCWeb:
+		return ListenerHTTP
+	case istioconfig.TCP, istioconfig.HTTPS, istioconfig.TLS, istioconfig.Mongo, istioconfig.Redis, istioconfig.MySQL:
+		return ListenerTCP
+	case istioconfig.Unsupported:
+		return ListenerAuto
+	}
+	return ""
+}
+
+// node is what istiod knows of a proxy that decides its listeners.
+type node struct {
+	interceptNone bool
+	// ip is the pod IP, "" when the inventory does not say it.
+	ip string
+	// self is the workload the proxy runs in, nil when none of the inventory carries its labels.
+	self *mesh.Workload
+}
+
+// reservedPorts are the ports a wildcard or HTTP outbound listener may not take (R52): the
+// mesh's outbound and inbound capture ports, and the status and Prometheus ports a real
+// pilot-agent reports in its metadata.
+var reservedPorts = map[int]bool{15001: true, 15006: true, 15021: true, 15090: true}
+
+// Listeners returns the LDS listeners istiod pushes to the proxy, sorted by name (a name can
+// repeat: istiod does not de-duplicate an inbound listener bound where an outbound one is).
+func (p *Predictor) Listeners(proxy Proxy) []Listener {
+	if s := p.siblings[proxy.Version]; s != nil {
+		return s.Listeners(proxy)
+	}
+	ix := p.ix
+	sc := ix.sidecarFor(proxy)
+	scope := p.scope(sc, proxy.Namespace)
+	b := &ldsBuilder{ix: ix, proxy: proxy, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}}
+	for _, l := range scope.egress {
+		b.egress(l)
+	}
+	out := make([]Listener, 0, len(b.order)+2)
+	for _, k := range b.order {
+		out = append(out, *b.byKey[k])
+	}
+	// R48: the virtual listeners, unless the proxy captures no traffic.
+	if !b.n.interceptNone {
+		out = append(out,
+			Listener{Name: virtualOutbound, Address: wildcardIPv4, AddressKnown: true, Port: 15001, Protocol: ListenerTCP},
+			Listener{Name: virtualInbound, Address: wildcardIPv4, AddressKnown: true, Port: 15006, Protocol: ListenerTCP})
+	}
+	out = append(out, b.inbound(sc)...)
+	slices.SortStableFunc(out, func(a, b Listener) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// nodeOf is the proxy's node metadata that listeners read: the interception mode the injector
+// takes from the pod's annotation, and the pod IP.
+func (ix *index) nodeOf(proxy Proxy) node {
+	w := ix.podOf(proxy)
+	if w == nil {
+		return node{}
+	}
+	return node{
+		interceptNone: w.PodAnnotations["sidecar.istio.io/interceptionMode"] == "NONE",
+		ip:            w.PodIP,
+		self:          w,
+	}
+}
+
+type ldsBuilder struct {
+	ix    *index
+	proxy Proxy
+	n     node
+	byKey map[string]*Listener
+	order []string
+}
+
+// egress builds the outbound listeners of one egress listener (R50, R51): istiod's
+// buildSidecarOutboundListeners.
+func (b *ldsBuilder) egress(l *listener) {
+	e := l.cfg
+	// R53: bind and capture mode.
+	bindToPort := b.n.interceptNone || e.GetCaptureMode() == networking.CaptureMode_NONE || strings.HasPrefix(e.GetBind(), "unix://")
+	bind := e.GetBind()
+	if bind == "" && bindToPort {
+		bind = localhostIPv4
+	}
+	if n := int(e.GetPort().GetNumber()); n != 0 {
+		proto := istioconfig.ParseProtocol(e.GetPort().GetProtocol())
+		if !b.canBind(bind, n, proto) {
+			return
+		}
+		for _, s := range l.services {
+			b.service(l, s.svc, n, proto, bind)
+		}
+		return
+	}
+	for _, s := range l.services {
+		for _, p := range s.ports {
+			if !b.canBind(bind, p.num, p.proto) {
+				continue
+			}
+			// R51: a headless TCP or detected port has one listener per endpoint.
+			if bind == "" && s.svc.res == resPassthrough && s.svc.passthroughAddress() &&
+				(listenerProtocol(p.proto) == ListenerTCP || p.proto == istioconfig.Unsupported) {
+				eps, normal := b.endpoints(s.svc, p)
+				if normal {
+					b.service(l, s.svc, p.num, p.proto, bind)
+					continue
+				}
+				for _, ep := range eps {
+					b.add(ep.addr, ep.known, p.num, p.proto, s.svc.host)
+				}
+				continue
+			}
+			b.service(l, s.svc, p.num, p.proto, bind)
+		}
+	}
+}
+
+// canBind is R52: istiod's CanBindToPort for a sidecar whose pilot-agent reports the status and
+// Prometheus ports, as every injected one does. The privileged-port check of unprivileged pods
+// is not modelled.
+func (b *ldsBuilder) canBind(bind string, port int, proto string) bool {
+	if bind != "" && bind != wildcardIPv4 {
+		return true
+	}
+	if bind == "" && listenerProtocol(proto) != ListenerHTTP {
+		return true
+	}
+	return !reservedPorts[port]
+}
+
+// service is R50: buildSidecarOutboundListener's key for one service and port.
+func (b *ldsBuilder) service(l *listener, s *service, port int, proto, bind string) {
+	// R27 for listeners: an alias (ExternalName) has none.
+	if s.res == resAlias {
+		return
+	}
+	lp := listenerProtocol(proto)
+	if lp == "" {
+		return
+	}
+	if bind != "" {
+		b.add(bind, true, port, proto, s.host)
+		return
+	}
+	if lp == ListenerHTTP {
+		b.add(wildcardIPv4, true, port, proto, s.host)
+		return
+	}
+	for _, a := range b.addresses(l, s) {
+		if a.known && strings.Contains(a.addr, "/") {
+			a = endpoint{wildcardIPv4, true}
+		}
+		b.add(a.addr, a.known, port, proto, s.host)
+	}
+}
+
+type endpoint struct {
+	addr  string
+	known bool
+}
+
+// passthroughAddress reports whether the service's address for a proxy is the wildcard: a
+// headless Service, or a ServiceEntry without addresses.
+func (s *service) passthroughAddress() bool {
+	if s.k8s {
+		return s.vip == "None" || s.vip == ""
+	}
+	return len(s.addrs) == 0
+}
+
+// addresses is R50's GetAddressForProxy: a Kubernetes Service's cluster IP, or its placeholder
+// when the manifest does not carry it; each address of a ServiceEntry (from Istio 1.31, through
+// the exact-host index, one of them that istiod picks arbitrarily: "<a|b>"); else the wildcard.
+func (b *ldsBuilder) addresses(l *listener, s *service) []endpoint {
+	if s.k8s {
+		switch s.vip {
+		case "None":
+			return []endpoint{{wildcardIPv4, true}}
+		case "":
+			if s.res == resDNSLB { // an ExternalName Service of a release without aliases
+				return []endpoint{{wildcardIPv4, true}}
+			}
+			return []endpoint{{"<" + s.attrName + "." + s.ns + " VIP>", false}}
+		}
+		return []endpoint{{s.vip, true}}
+	}
+	if len(s.addrs) == 0 {
+		return []endpoint{{wildcardIPv4, true}}
+	}
+	addrs := s.addrs
+	if l.allExact && b.ix.ver.ExactHostIndexOneAddress() && len(addrs) > 1 {
+		// istiod keeps one of the services, one per address, that tie in its index, and which
+		// one depends on the order its registry lists them in, which it does not fix.
+		return []endpoint{{"<" + strings.Join(addrs, "|") + ">", false}}
+	}
+	out := make([]endpoint, len(addrs))
+	for i, a := range addrs {
+		out[i] = endpoint{a, true}
+	}
+	return out
+}
+
+// endpoints are R51's instances of a passthrough service's port: the ready and not-ready pods a
+// headless Service selects, as Kubernetes' EndpointSlice controller lists them, or the pods a
+// ServiceEntry's workloadSelector selects. The proxy's own address is left out. normal is set
+// for a ServiceEntry without workloadSelector, which gets the service's own listener instead.
+func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bool) {
+	if !s.k8s && len(s.selector) == 0 {
+		return nil, true // validation gives a NONE ServiceEntry no endpoints of its own
+	}
+	if s.k8s && len(s.selector) == 0 {
+		return nil, false // endpoints of a Service without selector are not in the inventory
+	}
+	var pods, controllers []*mesh.Workload
+	for _, w := range b.ix.workloadsByNs[s.ns] {
+		if !istioconfig.LabelsSubset(s.selector, w.PodLabels) {
+			continue
+		}
+		if s.k8s && !b.ix.hasTargetPort(s, p, w) {
+			continue
+		}
+		if w.Kind == "Pod" {
+			pods = append(pods, w)
+		} else {
+			controllers = append(controllers, w)
+		}
+	}
+	if len(pods) > 0 {
+		for _, w := range pods {
+			if w.PodIP != "" && w.PodIP != b.n.ip {
+				eps = append(eps, endpoint{w.PodIP, true})
+			}
+		}
+		return eps, false
+	}
+	for _, w := range controllers {
+		n := 1
+		if w.Replicas != nil {
+			n = int(*w.Replicas)
+		}
+		if w == b.n.self {
+			n-- // the proxy's own pod
+		}
+		for i := 1; i <= n; i++ {
+			eps = append(eps, endpoint{"<" + w.Name + "." + w.Namespace + " pod " + strconv.Itoa(i) + " IP>", false})
+		}
+	}
+	return eps, false
+}
+
+// hasTargetPort reports whether the workload's pods are endpoints of the Service port for
+// istiod: the EndpointSlice controller lists a pod for a numeric target port always, for a
+// named one when a container port carries it, and istiod finds them by the port's number.
+func (ix *index) hasTargetPort(s *service, p svcPort, w *mesh.Workload) bool {
+	for _, ks := range ix.kubeByNs[s.ns] {
+		if ks.Name != s.objName {
+			continue
+		}
+		// istiod looks endpoints up by port number: those of the first Service port with it.
+		for _, sp := range ks.Spec.Ports {
+			if int(sp.Port) == p.num {
+				_, ok := resolveTargetPort(sp, w)
+				return ok
+			}
+		}
+	}
+	return true
+}
+
+// add records a {bind, port} key (R54: a key that exists keeps its name whatever conflicts
+// on it; only its filter chains change).
+func (b *ldsBuilder) add(addr string, known bool, port int, proto, host string) {
+	name := addr + "_" + strconv.Itoa(port)
+	if l, ok := b.byKey[name]; ok {
+		if !slices.Contains(l.Services, host) {
+			l.Services = append(l.Services, host)
+		}
+		return
+	}
+	b.byKey[name] = &Listener{Name: name, Address: addr, AddressKnown: known, Port: port, Direction: Outbound,
+		Protocol: listenerProtocol(proto), Services: []string{host}}
+	b.order = append(b.order, name)
+}
+
+// inbound is R55: the listeners a Sidecar's ingress binds (capture mode NONE, or DEFAULT on a
+// proxy that captures nothing), bound to the ingress bind, else the pod IP.
+func (b *ldsBuilder) inbound(sc *mesh.Sidecar) []Listener {
+	var out []Listener
+	for _, in := range sc.GetSpecIngress() {
+		bindToPort := false
+		switch in.GetCaptureMode() {
+		case networking.CaptureMode_NONE:
+			bindToPort = true
+		case networking.CaptureMode_DEFAULT:
+			bindToPort = b.n.interceptNone
+		}
+		if !bindToPort {
+			continue
+		}
+		addr, known := in.GetBind(), true
+		if addr == "" {
+			addr = b.n.ip
+			if addr == "" {
+				addr, known = "<"+b.podName()+" IP>", false
+			}
+		}
+		port := int(in.GetPort().GetNumber())
+		out = append(out, Listener{Name: addr + "_" + strconv.Itoa(port), Address: addr, AddressKnown: known, Port: port,
+			Direction: Inbound, Protocol: listenerProtocol(istioconfig.ParseProtocol(in.GetPort().GetProtocol()))})
+	}
+	return out
+}
+
+// podName names the proxy's pod for a placeholder.
+func (b *ldsBuilder) podName() string {
+	if b.n.self != nil {
+		return b.n.self.Name + "." + b.n.self.Namespace + " pod"
+	}
+	return "pod"
+}

@@ -1,0 +1,159 @@
+package predict
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
+)
+
+// The conformance module checks every listener name against Istio's own generator on meshes
+// whose addresses are all known (TestListenerCases, TestListenersRandom). These tests pin
+// what only meshscope decides: how a listener whose address the manifests do not carry is
+// named and counted.
+
+const listenerMesh = `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: a}
+spec: {selector: {app: web}, ports: [{name: http, port: 80}, {name: tcp-db, port: 5432}, {name: plain, port: 9000}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: known, namespace: a}
+spec: {clusterIP: 10.96.0.7, selector: {app: web}, ports: [{name: tcp, port: 6000}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: a}
+spec: {clusterIP: None, selector: {app: db}, ports: [{name: tcp-pg, port: 5433}, {name: http, port: 8080}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: a}
+spec: {replicas: 3, template: {metadata: {labels: {app: db}}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: a}
+spec: {template: {metadata: {labels: {app: web}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: multi, namespace: a}
+spec:
+  hosts: [multi.ext]
+  addresses: [240.0.0.1, 240.0.0.2/32, 10.10.0.0/16]
+  ports: [{number: 7000, name: tcp, protocol: TCP}]
+  resolution: STATIC
+  endpoints: [{address: 10.40.0.1}]
+`
+
+func listenerPredictor(t *testing.T, version string, extra ...string) *Predictor {
+	t.Helper()
+	inv := mesh.New()
+	if err := inv.AddYAML("mesh", []byte(strings.Join(append([]string{listenerMesh}, extra...), "\n---\n"))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(inv, Options{IstioVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestListenersNameUnknownAddresses(t *testing.T) {
+	p := listenerPredictor(t, "")
+	web := Proxy{Namespace: "a", Labels: map[string]string{"app": "web"}}
+	db := Proxy{Namespace: "a", Labels: map[string]string{"app": "db"}}
+	ls := p.Listeners(web)
+	want := []string{
+		"0.0.0.0_7000", // R50: a CIDR address listens on the wildcard
+		"0.0.0.0_80",   // R50: HTTP always on the wildcard
+		"0.0.0.0_8080", // R51: a headless HTTP port is not expanded
+		"10.96.0.7_6000",
+		"240.0.0.1_7000", "240.0.0.2_7000", // R50: a /32 is its IP
+		// R51: one listener per replica of the StatefulSet the headless Service selects.
+		"<db.a pod 1 IP>_5433", "<db.a pod 2 IP>_5433", "<db.a pod 3 IP>_5433",
+		// R50: the API server assigns these VIPs on create.
+		"<web.a VIP>_5432", "<web.a VIP>_9000",
+		"virtualInbound", "virtualOutbound",
+	}
+	if got := listenerNames(ls); !slices.Equal(got, want) {
+		t.Errorf("listeners of web:\n got %q\nwant %q", got, want)
+	}
+	for _, l := range ls {
+		if known := !strings.Contains(l.Name, "<"); l.AddressKnown != known {
+			t.Errorf("%s: AddressKnown = %v", l.Name, l.AddressKnown)
+		}
+	}
+	// R51: the proxy's own pod is not an endpoint it calls through a listener of its own.
+	got := listenerNames(p.Listeners(db))
+	if n := countPrefix(got, "<db.a pod "); n != 2 {
+		t.Errorf("a db replica gets %d endpoint listeners of its own Service, want 2 (3 replicas less itself): %q", n, got)
+	}
+}
+
+func TestListenersExactHostsAndRelease(t *testing.T) {
+	sidecar := `apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: a}
+spec: {egress: [{hosts: [a/multi.ext]}]}`
+	web := Proxy{Namespace: "a", Labels: map[string]string{"app": "web"}}
+	// R50: from 1.31 the exact-host index keeps one of the addresses, which istiod picks
+	// arbitrarily; before, every address has its listener.
+	got := listenerNames(listenerPredictor(t, "1.31", sidecar).Listeners(web))
+	if !slices.Contains(got, "<240.0.0.1|240.0.0.2|10.10.0.0/16>_7000") {
+		t.Errorf("1.31: %q lacks the listener on one of the addresses", got)
+	}
+	got = listenerNames(listenerPredictor(t, "1.30", sidecar).Listeners(web))
+	for _, w := range []string{"240.0.0.1_7000", "240.0.0.2_7000", "0.0.0.0_7000"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("1.30: %q lacks %s", got, w)
+		}
+	}
+}
+
+func TestListenersInterceptionNone(t *testing.T) {
+	p := listenerPredictor(t, "", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: raw, namespace: a}
+spec: {template: {metadata: {labels: {app: raw}, annotations: {sidecar.istio.io/interceptionMode: NONE}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: raw, namespace: a}
+spec:
+  workloadSelector: {labels: {app: raw}}
+  ingress: [{port: {number: 9081, protocol: HTTP, name: http}, defaultEndpoint: "127.0.0.1:8080"}]
+  egress: [{hosts: ["./*"]}]`)
+	got := listenerNames(p.Listeners(Proxy{Namespace: "a", Labels: map[string]string{"app": "raw"}}))
+	// R48: no virtual listeners; R53: every egress port binds localhost; R55: the ingress port
+	// binds the pod IP, unknown here.
+	for _, w := range []string{"127.0.0.1_80", "127.0.0.1_5432", "<raw.a pod IP>_9081"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("%q lacks %s", got, w)
+		}
+	}
+	if slices.Contains(got, "virtualOutbound") || slices.Contains(got, "virtualInbound") {
+		t.Errorf("%q has a virtual listener, but the proxy captures nothing", got)
+	}
+}
+
+func listenerNames(ls []Listener) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Name
+	}
+	return out
+}
+
+func countPrefix(xs []string, prefix string) int {
+	n := 0
+	for _, x := range xs {
+		if strings.HasPrefix(x, prefix) {
+			n++
+		}
+	}
+	return n
+}
