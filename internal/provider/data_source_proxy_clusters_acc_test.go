@@ -130,9 +130,9 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 	}
 }
 
-// pushedAsPredicted reads the clusters data source meshscope_proxy_clusters.<name>
-// predicted from the state, and waits up to testenv.PushTimeout for istiod to push
-// exactly those to the proxy, on a new connection each look. It returns the predicted list.
+// pushedAsPredicted reads the clusters and listeners data source meshscope_proxy_clusters.<name>
+// predicted from the state, and waits up to testenv.PushTimeout for istiod to push exactly those
+// to the proxy (CDS, then LDS), on a new connection each look. It returns the predicted clusters.
 func pushedAsPredicted(s *terraform.State, cp xdsprobe.ControlPlane, name string, proxy xdsprobe.Proxy) ([]string, error) {
 	rs := s.RootModule().Resources["data.meshscope_proxy_clusters."+name]
 	if rs == nil {
@@ -150,6 +150,22 @@ func pushedAsPredicted(s *terraform.State, cp xdsprobe.ControlPlane, name string
 	defer cancel()
 	if _, err := testenv.WaitPushed(ctx, xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy}, testenv.Exactly(predicted)); err != nil {
 		return predicted, fmt.Errorf("istiod never pushed the %d clusters meshscope predicted: %w", len(predicted), err)
+	}
+	// The listeners: a live inventory carries every VIP and pod IP, so every name is exact.
+	if u := rs.Primary.Attributes["listeners_address_unknown"]; u != "0" {
+		return predicted, fmt.Errorf("data source %s: %s listeners without a known address, from a live inventory", name, u)
+	}
+	n, err = strconv.Atoi(rs.Primary.Attributes["listeners.#"])
+	if err != nil {
+		return predicted, fmt.Errorf("data source %s: listeners.# = %q: %w", name, rs.Primary.Attributes["listeners.#"], err)
+	}
+	listeners := make([]string, n)
+	for k := range listeners {
+		listeners[k] = rs.Primary.Attributes[fmt.Sprintf("listeners.%d", k)]
+	}
+	lds := xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy, TypeURL: xdsprobe.ListenerType}
+	if _, err := testenv.WaitPushed(ctx, lds, testenv.Exactly(listeners)); err != nil {
+		return predicted, fmt.Errorf("istiod never pushed the %d listeners meshscope predicted: %w", len(listeners), err)
 	}
 	return predicted, nil
 }

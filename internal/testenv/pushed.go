@@ -94,7 +94,7 @@ func WaitPushed(ctx context.Context, probe xdsprobe.Probe, want Want) (xdsprobe.
 			if last.Seq == 0 {
 				return last, fmt.Errorf("%s: no push: %w (last error: %v)", probe, ctx.Err(), lastErr)
 			}
-			msg := fmt.Sprintf("%s: %v; the last push (%d clusters, version %s) %s:\n  %s",
+			msg := fmt.Sprintf("%s: %v; the last push (%d names, version %s) %s:\n  %s",
 				probe, ctx.Err(), len(last.Clusters), last.Version, want.Diff(last.Clusters), strings.Join(last.Clusters, " "))
 			if lastErr != nil {
 				msg += fmt.Sprintf("\n  (the last look failed: %v)", lastErr)

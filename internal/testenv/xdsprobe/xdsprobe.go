@@ -23,11 +23,15 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// ClusterType is the CDS type URL.
-const ClusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+// The type URLs of the resources a probe subscribes to: CDS and LDS.
+const (
+	ClusterType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
+)
 
 // Proxy describes the sidecar the probe pretends to be. Namespace, Name and IP are required.
 type Proxy struct {
@@ -190,7 +194,7 @@ func getJSON(ctx context.Context, url string, into any) error {
 
 // Push is one CDS push istiod sent a proxy.
 type Push struct {
-	Clusters []string // the cluster names, sorted
+	Clusters []string // the names of the pushed resources, sorted: clusters, or listeners for LDS
 	Version  string   // istiod's push version
 	Seq      int      // 1 for the first push on the stream, 2 for the next, ...
 }
@@ -206,10 +210,21 @@ type Stream struct {
 	node     *corev3.Node
 	seq      int
 	verified bool
+	// typeURL is the type whose pushes Next returns: CDS, or LDS.
+	typeURL string
 }
 
 // Dial opens an ADS stream to cp as proxy p and subscribes to CDS. Close it when done.
 func Dial(ctx context.Context, cp ControlPlane, p Proxy) (*Stream, error) {
+	return DialType(ctx, cp, p, ClusterType)
+}
+
+// DialType is Dial for the pushes of one type, ClusterType or ListenerType. As Envoy does, the
+// stream subscribes to CDS first, and to LDS after it.
+func DialType(ctx context.Context, cp ControlPlane, p Proxy, typeURL string) (*Stream, error) {
+	if typeURL != ClusterType && typeURL != ListenerType {
+		return nil, fmt.Errorf("xdsprobe: type %q is neither CDS nor LDS", typeURL)
+	}
 	if p.ClusterID == "" {
 		p.ClusterID = cp.ClusterID
 	}
@@ -230,16 +245,22 @@ func Dial(ctx context.Context, cp ControlPlane, p Proxy) (*Stream, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("xdsprobe: open ADS stream to %s: %w", cp.XDSAddr, err)
 	}
-	s := &Stream{conn: conn, stream: stream, cancel: cancel, cp: cp, proxy: p, node: node}
+	s := &Stream{conn: conn, stream: stream, cancel: cancel, cp: cp, proxy: p, node: node, typeURL: typeURL}
 	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: ClusterType}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("xdsprobe: send CDS request to %s: %w", cp.XDSAddr, err)
 	}
+	if typeURL == ListenerType {
+		if err := stream.Send(&discoveryv3.DiscoveryRequest{TypeUrl: ListenerType}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("xdsprobe: send LDS request to %s: %w", cp.XDSAddr, err)
+		}
+	}
 	return s, nil
 }
 
-// Next waits for the next CDS push, acknowledges it and returns it. Pushes of other types
-// (istiod sends none unless asked) are skipped. Before it returns the first push, it checks that
+// Next waits for the next push of the stream's type, acknowledges it and returns it. Pushes of
+// other types are acknowledged and skipped. Before it returns the first push, it checks that
 // the istiod that sent it is the stream's ControlPlane (ErrForeignIstiod otherwise).
 func (s *Stream) Next() (Push, error) {
 	for {
@@ -255,11 +276,19 @@ func (s *Stream) Next() (Push, error) {
 		if err := s.stream.Send(ack); err != nil {
 			return Push{}, fmt.Errorf("xdsprobe: acknowledge: %w", err)
 		}
-		if resp.GetTypeUrl() != ClusterType {
+		if resp.GetTypeUrl() != s.typeURL {
 			continue
 		}
 		names := make([]string, 0, len(resp.GetResources()))
 		for _, r := range resp.GetResources() {
+			if s.typeURL == ListenerType {
+				name, err := listenerName(r.GetValue())
+				if err != nil {
+					return Push{}, err
+				}
+				names = append(names, name)
+				continue
+			}
 			var c clusterv3.Cluster
 			if err := r.UnmarshalTo(&c); err != nil {
 				return Push{}, fmt.Errorf("xdsprobe: decode cluster: %w", err)
@@ -367,11 +396,13 @@ func (w *Watcher) Close() { w.s.Close() }
 type Fresh struct {
 	ControlPlane ControlPlane
 	Proxy        Proxy
+	// TypeURL is the type of the push Latest returns: ClusterType when empty, or ListenerType.
+	TypeURL string
 }
 
 // Latest connects, takes istiod's first push and disconnects.
 func (f Fresh) Latest(ctx context.Context) (Push, error) {
-	s, err := Dial(ctx, f.ControlPlane, f.Proxy)
+	s, err := DialType(ctx, f.ControlPlane, f.Proxy, or(f.TypeURL, ClusterType))
 	if err != nil {
 		return Push{}, err
 	}
@@ -389,7 +420,7 @@ func (f Fresh) Latest(ctx context.Context) (Push, error) {
 	case r := <-ch:
 		return r.push, r.err
 	case <-ctx.Done():
-		return Push{}, fmt.Errorf("xdsprobe: no CDS push from %s: %w", f.ControlPlane, ctx.Err())
+		return Push{}, fmt.Errorf("xdsprobe: no %s push from %s: %w", or(f.TypeURL, ClusterType), f.ControlPlane, ctx.Err())
 	}
 }
 
@@ -402,4 +433,30 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// listenerName reads field 1, the name, of an encoded envoy.config.listener.v3.Listener. The
+// listener's own types pull in modules the probe has no other use for, and the name is all it
+// reports.
+func listenerName(b []byte) (string, error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", fmt.Errorf("xdsprobe: decode listener: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return "", fmt.Errorf("xdsprobe: decode listener name: %w", protowire.ParseError(m))
+			}
+			return string(v), nil
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return "", fmt.Errorf("xdsprobe: decode listener: %w", protowire.ParseError(m))
+		}
+		b = b[m:]
+	}
+	return "", errors.New("xdsprobe: a pushed listener has no name")
 }

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 func TestNode_SidecarIDAndMetadata(t *testing.T) {
@@ -75,5 +77,25 @@ func TestVerify_RefusesAForeignIstiod(t *testing.T) {
 	}
 	if err := (ControlPlane{HTTPAddr: addr}).Verify(ctx); err != nil {
 		t.Errorf("no ClusterID to check: %v", err)
+	}
+}
+
+// listenerName reads the name of an encoded Listener, whatever fields come before it.
+func TestListenerName(t *testing.T) {
+	var b []byte
+	b = protowire.AppendTag(b, 2, protowire.BytesType) // address, a message
+	b = protowire.AppendBytes(b, []byte{0x0a, 0x00})
+	b = protowire.AppendTag(b, 5, protowire.VarintType)
+	b = protowire.AppendVarint(b, 1)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, "10.96.0.10_5432")
+	if got, err := listenerName(b); err != nil || got != "10.96.0.10_5432" {
+		t.Errorf("listenerName = %q, %v", got, err)
+	}
+	if _, err := listenerName(b[:3]); err == nil {
+		t.Error("a truncated listener decoded without error")
+	}
+	if _, err := listenerName(nil); err == nil {
+		t.Error("a listener without a name decoded without error")
 	}
 }
