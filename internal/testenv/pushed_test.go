@@ -58,7 +58,7 @@ func TestWaitPushed_TimeoutGivesTheLastPush(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error when the push never converges")
 	}
-	for _, want := range []string{"scripted probe", "2 clusters, version 7", "missing b", "unexpected c", "a c"} {
+	for _, want := range []string{"scripted probe", "2 names, version 7", "missing b", "unexpected c", "a c"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
