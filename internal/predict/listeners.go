@@ -103,6 +103,71 @@ func (p *Predictor) Listeners(proxy Proxy) []Listener {
 	return out
 }
 
+// ListenerCount is len(Listeners(proxy)). The outbound listeners are computed once per scope
+// and interception mode, with the pods each endpoint listener is for, so a review of many
+// proxies of one scope pays for them once.
+func (p *Predictor) ListenerCount(proxy Proxy) int {
+	if s := p.siblings[proxy.Version]; s != nil {
+		return s.ListenerCount(proxy)
+	}
+	ix := p.ix
+	sc := ix.sidecarFor(proxy)
+	scope := p.scope(sc, proxy.Namespace)
+	n := ix.nodeOf(proxy)
+	sum := scope.ldsSummary(ix, proxy, n.interceptNone)
+	count := sum.plain
+	for _, owners := range sum.podKeys {
+		if slices.ContainsFunc(owners, func(o *ldsOwner) bool { return !o.self(n) }) {
+			count++
+		}
+	}
+	if !n.interceptNone {
+		count += 2 // virtualOutbound, virtualInbound
+	}
+	b := &ldsBuilder{ix: ix, proxy: proxy, n: n}
+	return count + len(b.inbound(sc))
+}
+
+// ldsKey is what a scope's count keeps of one outbound key: whether a service makes it, else
+// the pods whose endpoints do.
+type ldsKey struct {
+	plain  bool
+	owners []*ldsOwner
+}
+
+// ldsCount is a scope's outbound listeners for one interception mode: those some service
+// makes, counted, and those only pods' endpoints make, with their pods.
+type ldsCount struct {
+	plain   int
+	podKeys [][]*ldsOwner
+}
+
+func (sc *sidecarScope) ldsSummary(ix *index, proxy Proxy, interceptNone bool) *ldsCount {
+	i := 0
+	if interceptNone {
+		i = 1
+	}
+	sc.ldsMu.Lock()
+	defer sc.ldsMu.Unlock()
+	if c := sc.lds[i]; c != nil {
+		return c
+	}
+	b := &ldsBuilder{ix: ix, proxy: proxy, n: node{interceptNone: interceptNone}, all: true, keys: map[string]*ldsKey{}}
+	for _, l := range sc.egress {
+		b.egress(l)
+	}
+	c := &ldsCount{}
+	for _, name := range b.order {
+		if k := b.keys[name]; k.plain {
+			c.plain++
+		} else {
+			c.podKeys = append(c.podKeys, k.owners)
+		}
+	}
+	sc.lds[i] = c
+	return c
+}
+
 // nodeOf is the proxy's node metadata that listeners read: the interception mode the injector
 // takes from the pod's annotation, and the pod IP.
 func (ix *index) nodeOf(proxy Proxy) node {
@@ -123,6 +188,12 @@ type ldsBuilder struct {
 	n     node
 	byKey map[string]*Listener
 	order []string
+	// all keeps the proxy's own endpoints and records, per key, the pods whose endpoints made
+	// it (nil for a service): a scope's listeners, before any proxy leaves its own out.
+	all  bool
+	keys map[string]*ldsKey
+	// hosts are the {key, host} pairs of byKey's Services.
+	hosts map[[2]string]bool
 }
 
 // egress builds the outbound listeners of one egress listener (R50, R51): istiod's
@@ -159,7 +230,7 @@ func (b *ldsBuilder) egress(l *listener) {
 					continue
 				}
 				for _, ep := range eps {
-					b.add(ep.addr, ep.known, p.num, p.proto, s.svc.host)
+					b.addOwned(ep.addr, ep.known, p.num, p.proto, s.svc.host, ep.own)
 				}
 				continue
 			}
@@ -201,7 +272,7 @@ func (b *ldsBuilder) service(l *listener, s *service, port int, proto, bind stri
 	}
 	for _, a := range b.addresses(l, s) {
 		if a.known && strings.Contains(a.addr, "/") {
-			a = endpoint{wildcardIPv4, true}
+			a = endpoint{addr: wildcardIPv4, known: true}
 		}
 		b.add(a.addr, a.known, port, proto, s.host)
 	}
@@ -210,6 +281,25 @@ func (b *ldsBuilder) service(l *listener, s *service, port int, proto, bind stri
 type endpoint struct {
 	addr  string
 	known bool
+	// own is set for a pod's endpoint: the pod a proxy leaves out when it is its own (R51).
+	own *ldsOwner
+}
+
+// ldsOwner is the pod an endpoint listener is for: by its IP, or as replica idx of n of a
+// workload whose pods the inventory does not hold.
+type ldsOwner struct {
+	ip     string
+	w      *mesh.Workload
+	idx, n int
+}
+
+// self reports whether the endpoint is the proxy's own pod (for a workload's replicas, the last
+// one stands for it).
+func (o *ldsOwner) self(n node) bool {
+	if o.ip != "" {
+		return o.ip == n.ip
+	}
+	return o.w != nil && o.w == n.self && o.idx == o.n
 }
 
 // passthroughAddress reports whether the service's address for a proxy is the wildcard: a
@@ -228,27 +318,27 @@ func (b *ldsBuilder) addresses(l *listener, s *service) []endpoint {
 	if s.k8s {
 		switch s.vip {
 		case "None":
-			return []endpoint{{wildcardIPv4, true}}
+			return []endpoint{{addr: wildcardIPv4, known: true}}
 		case "":
 			if s.res == resDNSLB { // an ExternalName Service of a release without aliases
-				return []endpoint{{wildcardIPv4, true}}
+				return []endpoint{{addr: wildcardIPv4, known: true}}
 			}
-			return []endpoint{{"<" + s.attrName + "." + s.ns + " VIP>", false}}
+			return []endpoint{{addr: "<" + s.attrName + "." + s.ns + " VIP>", known: false}}
 		}
-		return []endpoint{{s.vip, true}}
+		return []endpoint{{addr: s.vip, known: true}}
 	}
 	if len(s.addrs) == 0 {
-		return []endpoint{{wildcardIPv4, true}}
+		return []endpoint{{addr: wildcardIPv4, known: true}}
 	}
 	addrs := s.addrs
 	if l.allExact && b.ix.ver.ExactHostIndexOneAddress() && len(addrs) > 1 {
 		// istiod keeps one of the services, one per address, that tie in its index, and which
 		// one depends on the order its registry lists them in, which it does not fix.
-		return []endpoint{{"<" + strings.Join(addrs, "|") + ">", false}}
+		return []endpoint{{addr: "<" + strings.Join(addrs, "|") + ">", known: false}}
 	}
 	out := make([]endpoint, len(addrs))
 	for i, a := range addrs {
-		out[i] = endpoint{a, true}
+		out[i] = endpoint{addr: a, known: true}
 	}
 	return out
 }
@@ -280,9 +370,14 @@ func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bo
 	}
 	if len(pods) > 0 {
 		for _, w := range pods {
-			if w.PodIP != "" && w.PodIP != b.n.ip {
-				eps = append(eps, endpoint{w.PodIP, true})
+			if w.PodIP == "" {
+				continue
 			}
+			own := &ldsOwner{ip: w.PodIP}
+			if !b.all && own.self(b.n) {
+				continue
+			}
+			eps = append(eps, endpoint{addr: w.PodIP, known: true, own: own})
 		}
 		return eps, false
 	}
@@ -291,11 +386,12 @@ func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bo
 		if w.Replicas != nil {
 			n = int(*w.Replicas)
 		}
-		if w == b.n.self {
-			n-- // the proxy's own pod
-		}
 		for i := 1; i <= n; i++ {
-			eps = append(eps, endpoint{"<" + w.Name + "." + w.Namespace + " pod " + strconv.Itoa(i) + " IP>", false})
+			own := &ldsOwner{w: w, idx: i, n: n}
+			if !b.all && own.self(b.n) {
+				continue // the proxy's own pod
+			}
+			eps = append(eps, endpoint{addr: "<" + w.Name + "." + w.Namespace + " pod " + strconv.Itoa(i) + " IP>", own: own})
 		}
 	}
 	return eps, false
@@ -323,11 +419,38 @@ func (ix *index) hasTargetPort(s *service, p svcPort, w *mesh.Workload) bool {
 // add records a {bind, port} key (R54: a key that exists keeps its name whatever conflicts
 // on it; only its filter chains change).
 func (b *ldsBuilder) add(addr string, known bool, port int, proto, host string) {
+	b.addOwned(addr, known, port, proto, host, nil)
+}
+
+// addOwned is add for an endpoint listener of a pod (own), or of a service (own nil).
+func (b *ldsBuilder) addOwned(addr string, known bool, port int, proto, host string, own *ldsOwner) {
 	name := addr + "_" + strconv.Itoa(port)
-	if l, ok := b.byKey[name]; ok {
-		if !slices.Contains(l.Services, host) {
-			l.Services = append(l.Services, host)
+	if b.all {
+		// A scope's count: the keys and whose endpoints made them, not their services.
+		k := b.keys[name]
+		if k == nil {
+			k = &ldsKey{}
+			b.keys[name] = k
+			b.order = append(b.order, name)
 		}
+		if own == nil {
+			k.plain = true
+		} else if !k.plain {
+			k.owners = append(k.owners, own)
+		}
+		return
+	}
+	// Thousands of services can share 0.0.0.0_80: a set, not a scan of Services.
+	k := [2]string{name, host}
+	if b.hosts[k] {
+		return
+	}
+	if b.hosts == nil {
+		b.hosts = map[[2]string]bool{}
+	}
+	b.hosts[k] = true
+	if l, ok := b.byKey[name]; ok {
+		l.Services = append(l.Services, host)
 		return
 	}
 	b.byKey[name] = &Listener{Name: name, Address: addr, AddressKnown: known, Port: port, Direction: Outbound,

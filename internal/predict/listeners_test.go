@@ -157,3 +157,35 @@ func countPrefix(xs []string, prefix string) int {
 	}
 	return n
 }
+
+// ListenerCount, which the reviews use, counts what Listeners lists, for every workload of
+// meshes with endpoint listeners of the proxy's own pods, Sidecars and a proxy that captures
+// nothing.
+func TestListenerCountIsListeners(t *testing.T) {
+	for _, extra := range [][]string{
+		nil,
+		{`apiVersion: v1
+kind: Pod
+metadata: {name: db-x, namespace: a, labels: {app: db}}
+spec: {containers: [{name: c, image: i}]}
+status: {podIP: 10.1.0.9}`},
+		{`apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: a}
+spec: {egress: [{bind: 127.0.0.3, hosts: ["./*"]}, ]}`},
+		{`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: raw, namespace: a}
+spec: {template: {metadata: {labels: {app: raw}, annotations: {sidecar.istio.io/interceptionMode: NONE}}}}`},
+	} {
+		p := listenerPredictor(t, "", extra...)
+		for _, w := range p.WorkloadProxies() {
+			// twice: the second count reads the scope's cache
+			for range 2 {
+				if got, want := p.ListenerCount(w.Proxy()), len(p.Listeners(w.Proxy())); got != want {
+					t.Errorf("%s/%s: ListenerCount %d, Listeners %d", w.Namespace, w.Name, got, want)
+				}
+			}
+		}
+	}
+}

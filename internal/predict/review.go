@@ -281,7 +281,10 @@ type WorkloadReview struct {
 	// Workload is "Kind/name".
 	Workload string `json:"workload"`
 	Delta
-	Risks []Risk `json:"risks"`
+	// ListenersBefore and ListenersAfter are the proxy's LDS listener counts (R48-R55).
+	ListenersBefore int    `json:"listeners_before"`
+	ListenersAfter  int    `json:"listeners_after"`
+	Risks           []Risk `json:"risks"`
 }
 
 // Review predicts the workload under base and under head and compares them.
@@ -310,12 +313,16 @@ func (rv *Reviewer) Review(w WorkloadProxy) WorkloadReview {
 // every cluster.
 func (rv *Reviewer) ReviewOneSide(w WorkloadProxy, starts bool) WorkloadReview {
 	var before, after *Result
+	out := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Risks: []Risk{}}
 	if starts {
 		after = rv.head.Predict(w.Proxy())
+		out.ListenersAfter = rv.head.ListenerCount(w.Proxy())
 	} else {
 		before = rv.base.Predict(w.Proxy())
+		out.ListenersBefore = rv.base.ListenerCount(w.Proxy())
 	}
-	return WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: compareLists(before, after), Risks: []Risk{}}
+	out.Delta = compareLists(before, after)
+	return out
 }
 
 func review(base, head *Predictor, w WorkloadProxy, memo *outboundMemo) WorkloadReview {
@@ -324,7 +331,8 @@ func review(base, head *Predictor, w WorkloadProxy, memo *outboundMemo) Workload
 	before := base.predict(w.Proxy(), merge)
 	after := head.predict(w.Proxy(), merge)
 	d := compare(before, after, memo)
-	rv := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: d, Risks: []Risk{}}
+	rv := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: d, Risks: []Risk{},
+		ListenersBefore: base.ListenerCount(w.Proxy()), ListenersAfter: head.ListenerCount(w.Proxy())}
 	if !d.Changed() {
 		return rv
 	}

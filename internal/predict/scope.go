@@ -74,6 +74,10 @@ type sidecarScope struct {
 	// egress are the Sidecar's egress listeners with the services each imports, which
 	// decide LDS and RDS (R48): services pulled in by a VirtualService only are not in them.
 	egress []*listener
+	// lds are the scope's outbound listener counts, by interception mode (REDIRECT, NONE),
+	// computed on first use.
+	ldsMu sync.Mutex
+	lds   [2]*ldsCount
 }
 
 type listener struct {

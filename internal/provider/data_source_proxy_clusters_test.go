@@ -67,8 +67,8 @@ data "meshscope_proxy_clusters" "bar_scoped" {
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listener_count"), knownvalue.Int64Exact(11)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("baseline_listener_count"), knownvalue.Int64Exact(14)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listeners"), knownvalue.ListPartial(map[int]knownvalue.Check{
-						0: knownvalue.StringExact("0.0.0.0_15010"),
-						3: knownvalue.StringExact("<istio-ingressgateway.istio-system VIP>_15012"),
+						0:  knownvalue.StringExact("0.0.0.0_15010"),
+						3:  knownvalue.StringExact("<istio-ingressgateway.istio-system VIP>_15012"),
 						10: knownvalue.StringExact("virtualOutbound"),
 					})),
 				},

@@ -200,6 +200,15 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 							MarkdownDescription: "The number of CDS clusters the workload holds once this scope's Sidecar applies.",
 							Computed:            true,
 						},
+						"listeners_before": schema.Int64Attribute{
+							MarkdownDescription: "The number of LDS listeners each of the workload's proxies holds under the inventory as it is, " +
+								"as `istioctl proxy-config listener` lists them (the `meshscope_proxy_clusters` data source names them).",
+							Computed: true,
+						},
+						"listeners_after": schema.Int64Attribute{
+							MarkdownDescription: "The number of LDS listeners each of the workload's proxies holds once this scope's Sidecar applies.",
+							Computed:            true,
+						},
 						"added_hosts": schema.ListAttribute{
 							MarkdownDescription: "The service hosts (FQDNs) the workload gains outbound clusters for, sorted: " +
 								"the first `review_host_limit` of them (a provider setting, 25 by default).",
