@@ -23,20 +23,28 @@ PATH is a file, a directory (its *.yaml and *.yml files, recursively) or - for s
 `
 
 func runClusters(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("clusters", clustersUsage, stderr)
+	p, proxy, out, code := parseProxyCommand("clusters", clustersUsage, args, stdin, stderr)
+	if code != ExitOK || p == nil {
+		return code
+	}
+	return writeClusters(p, proxy, out, stdout, stderr)
+}
+
+// parseProxyCommand parses the flags of a command that predicts one proxy (-f, the proxy, -o
+// table|names|json, the predictor's) and resolves the proxy. A nil Predictor with ExitOK means
+// -h printed the usage.
+func parseProxyCommand(name, usage string, args []string, stdin io.Reader, stderr io.Writer) (*predict.Predictor, predict.Proxy, string, int) {
+	fs := newFlagSet(name, usage, stderr)
 	tf := addProxyFlags(fs)
 	out := fs.String("o", "table", "output: table, names or json")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
-		return code
+		return nil, predict.Proxy{}, "", code
 	}
 	if code := checkOutput(*out, stderr, "table", "names", "json"); code != ExitOK {
-		return code
+		return nil, predict.Proxy{}, "", code
 	}
 	p, proxy, code := tf.resolve(stdin, stderr)
-	if code != ExitOK {
-		return code
-	}
-	return writeClusters(p, proxy, *out, stdout, stderr)
+	return p, proxy, *out, code
 }
 
 // writeClusters prints the proxy's predicted clusters in the output format.

@@ -41,28 +41,19 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			args[0], strings.Join(proxyConfigKinds, ", "))
 		return ExitUsage
 	}
-	fs := newFlagSet("proxy-config "+kind, proxyConfigUsage, stderr)
-	tf := addProxyFlags(fs)
-	out := fs.String("o", "table", "output: table, names or json")
-	if code, ok := parseFlagsOnly(fs, args[1:], stderr); !ok {
-		return code
-	}
-	if code := checkOutput(*out, stderr, "table", "names", "json"); code != ExitOK {
-		return code
-	}
-	p, proxy, code := tf.resolve(stdin, stderr)
-	if code != ExitOK {
+	p, proxy, out, code := parseProxyCommand("proxy-config "+kind, proxyConfigUsage, args[1:], stdin, stderr)
+	if code != ExitOK || p == nil {
 		return code
 	}
 	switch kind {
 	case "cluster":
-		return writeClusters(p, proxy, *out, stdout, stderr)
+		return writeClusters(p, proxy, out, stdout, stderr)
 	case "listener":
-		return writeListeners(p.Listeners(proxy), proxy, *out, stdout, stderr)
+		return writeListeners(p.Listeners(proxy), proxy, out, stdout, stderr)
 	}
 	res := p.Predict(proxy)
 	ls := p.Listeners(proxy)
-	switch *out {
+	switch out {
 	case "names":
 		for _, n := range res.Names() {
 			fmt.Fprintf(stdout, "cluster\t%s\n", n)

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,22 +144,13 @@ func marshalObject(o runtime.Object) (string, error) {
 // as istiod builds it.
 func IstioListeners(t test.Failer, inv *Inventory, proxies []Proxy) IstioResult {
 	t.Helper()
-	s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{KubernetesObjects: inv.KubeObjects, Configs: inv.Configs, MeshConfig: inv.Mesh})
-	out := IstioResult{}
-	for _, px := range proxies {
-		pod, err := inv.FindPod(px)
-		if err != nil {
-			t.Fatalf("proxy %s: %v", px.Key(), err)
-		}
-		p := setupProxy(s, pod)
+	return eachProxy(t, inv, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy) []string {
 		var names []string
 		for _, l := range s.Listeners(p) {
 			names = append(names, l.GetName())
 		}
-		sort.Strings(names)
-		out[px.Key()] = names
-	}
-	return out
+		return names
+	})
 }
 
 // interceptionMode is the proxy metadata the injector takes from the pod's annotation.
