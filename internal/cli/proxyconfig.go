@@ -49,8 +49,10 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	case "cluster":
 		return writeClusters(p, proxy, out, stdout, stderr)
 	case "listener":
+		warnListenerPatches(p, proxy, stderr)
 		return writeListeners(p.Listeners(proxy), proxy, out, stdout, stderr)
 	}
+	warnListenerPatches(p, proxy, stderr)
 	res := p.Predict(proxy)
 	ls := p.Listeners(proxy)
 	switch out {
@@ -77,6 +79,15 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	fmt.Fprintln(stdout)
 	writeListenerTable(stdout, ls)
 	return ExitOK
+}
+
+// warnListenerPatches names on stderr the EnvoyFilters that can add, remove or rename the
+// proxy's listeners, which the prediction leaves out (R56).
+func warnListenerPatches(p *predict.Predictor, proxy predict.Proxy, stderr io.Writer) {
+	if patches := p.ListenerPatches(proxy); len(patches) > 0 {
+		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's listeners in ways meshscope does not apply (R56): %s. "+
+			"istiod's list differs from this one by what they add, remove or rename.\n", strings.Join(patches, "; "))
+	}
 }
 
 // writeListeners prints the proxy's predicted listeners in the output format.

@@ -72,3 +72,19 @@ func TestProxyConfigUsage(t *testing.T) {
 		}
 	}
 }
+
+// An EnvoyFilter that adds a listener is named on stderr: the prediction leaves it out.
+func TestProxyConfigNamesListenerPatches(t *testing.T) {
+	seed := fixture.SeedFile(t)
+	code, _, errs := run(t, `apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: extra, namespace: foo}
+spec:
+  configPatches:
+  - applyTo: LISTENER
+    patch: {operation: ADD, value: {name: extra_8443}}
+`, "proxy-config", "listener", "-f", seed, "-f", "-", "--namespace", "foo", "--labels", "app=test-app", "-o", "names")
+	if code != ExitOK || !strings.Contains(errs, "foo/extra (ADD)") || !strings.Contains(errs, "R56") {
+		t.Errorf("exit %d, stderr %q: the listener patch is not named", code, errs)
+	}
+}

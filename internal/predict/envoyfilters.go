@@ -49,25 +49,8 @@ func (ix *index) envoyFilterOrder(a, b *mesh.EnvoyFilter) int {
 // workloadSelector selects the proxy (one with targetRefs never attaches to a sidecar), patches
 // in a context other than GATEWAY whose proxy match holds.
 func (ix *index) clusterPatches(proxy Proxy) []clusterPatch {
-	if len(ix.inv.EnvoyFilters) == 0 {
-		return nil
-	}
-	var efs []*mesh.EnvoyFilter
-	for _, ef := range ix.inv.EnvoyFilters {
-		if ef.Namespace != ix.root && ef.Namespace != proxy.Namespace {
-			continue
-		}
-		if len(ef.Spec.GetTargetRefs()) > 0 {
-			continue
-		}
-		if sel := ef.Spec.GetWorkloadSelector(); sel != nil && !istioconfig.LabelsSubset(sel.GetLabels(), proxy.Labels) {
-			continue
-		}
-		efs = append(efs, ef)
-	}
-	slices.SortStableFunc(efs, ix.envoyFilterOrder)
 	var out []clusterPatch
-	for _, ef := range efs {
+	for _, ef := range ix.envoyFiltersFor(proxy) {
 		for _, cp := range ef.Spec.GetConfigPatches() {
 			if cp.GetApplyTo() != networking.EnvoyFilter_CLUSTER || cp.GetPatch() == nil {
 				continue
@@ -97,6 +80,62 @@ func (ix *index) clusterPatches(proxy Proxy) []clusterPatch {
 				p.why = cmp.Or(p.why, "a "+p.op.String()+", which changes clusters meshscope does not model")
 			}
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// envoyFiltersFor are the EnvoyFilters that reach a sidecar proxy, in istiod's order: those of
+// the root namespace and of the proxy's namespace whose workloadSelector selects the proxy (one
+// with targetRefs never attaches to a sidecar).
+func (ix *index) envoyFiltersFor(proxy Proxy) []*mesh.EnvoyFilter {
+	var efs []*mesh.EnvoyFilter
+	for _, ef := range ix.inv.EnvoyFilters {
+		if ef.Namespace != ix.root && ef.Namespace != proxy.Namespace {
+			continue
+		}
+		if len(ef.Spec.GetTargetRefs()) > 0 {
+			continue
+		}
+		if sel := ef.Spec.GetWorkloadSelector(); sel != nil && !istioconfig.LabelsSubset(sel.GetLabels(), proxy.Labels) {
+			continue
+		}
+		efs = append(efs, ef)
+	}
+	slices.SortStableFunc(efs, ix.envoyFilterOrder)
+	return efs
+}
+
+// ListenerPatches names the EnvoyFilters whose LISTENER patches reach a sidecar proxy and can
+// add, remove or rename its listeners, as "namespace/name (OPERATION)", in istiod's order:
+// meshscope applies none of them (R56), so a surface must say that the proxy's listeners may
+// differ by what they do. Patches of a listener's filter chains or filters change no name and
+// are not named.
+func (p *Predictor) ListenerPatches(proxy Proxy) []string {
+	ix := p.forProxy(proxy).ix
+	var out []string
+	for _, ef := range ix.envoyFiltersFor(proxy) {
+		for _, cp := range ef.Spec.GetConfigPatches() {
+			if cp.GetApplyTo() != networking.EnvoyFilter_LISTENER || cp.GetPatch() == nil ||
+				cp.GetMatch().GetContext() == networking.EnvoyFilter_GATEWAY {
+				continue
+			}
+			op := cp.GetPatch().GetOperation()
+			switch op {
+			case networking.EnvoyFilter_Patch_ADD, networking.EnvoyFilter_Patch_REMOVE:
+			case networking.EnvoyFilter_Patch_MERGE:
+				if cp.GetPatch().GetValue().GetFields()["name"] == nil {
+					continue
+				}
+			default:
+				continue
+			}
+			if applies, _ := ix.proxyMatch(cp.GetMatch().GetProxy()); !applies {
+				continue
+			}
+			if s := fmt.Sprintf("%s (%s)", ef.Key(), op); !slices.Contains(out, s) {
+				out = append(out, s)
+			}
 		}
 	}
 	return out

@@ -129,3 +129,62 @@ spec:
 		t.Errorf("an undecided REMOVE was applied: %d clusters, want %d", n, len(p.Predict(api).Clusters))
 	}
 }
+
+// TestListenerPatches: the EnvoyFilter LISTENER patches that can add, remove or rename a
+// sidecar's listeners are named (R56), and no other: a filter chain patch, a MERGE without a
+// name, a gateway-only patch, another workload's, a proxyVersion of another release.
+func TestListenerPatches(t *testing.T) {
+	inv := mesh.New()
+	if err := inv.AddYAML("ef.yaml", []byte(`apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: extra-listener, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: web}}
+  configPatches:
+  - applyTo: LISTENER
+    match: {context: SIDECAR_OUTBOUND}
+    patch: {operation: ADD, value: {name: extra_8443, address: {socket_address: {address: 0.0.0.0, port_value: 8443}}}}
+  - applyTo: LISTENER
+    match: {listener: {portNumber: 9000}}
+    patch: {operation: REMOVE}
+  - applyTo: LISTENER
+    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1024}}
+  - applyTo: FILTER_CHAIN
+    patch: {operation: REMOVE}
+  - applyTo: LISTENER
+    match: {context: GATEWAY}
+    patch: {operation: ADD, value: {name: gw}}
+  - applyTo: LISTENER
+    match: {proxy: {proxyVersion: '^1\.20.*'}}
+    patch: {operation: REMOVE}
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: rename, namespace: istio-system}
+spec:
+  configPatches:
+  - applyTo: LISTENER
+    patch: {operation: MERGE, value: {name: renamed}}
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: api-only, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: api}}
+  configPatches: [{applyTo: LISTENER, patch: {operation: REMOVE}}]
+`)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(inv, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.ListenerPatches(Proxy{Namespace: "foo", Labels: map[string]string{"app": "web"}})
+	want := []string{"istio-system/rename (MERGE)", "foo/extra-listener (ADD)", "foo/extra-listener (REMOVE)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ListenerPatches = %q, want %q", got, want)
+	}
+	if got := p.ListenerPatches(Proxy{Namespace: "bar", Labels: map[string]string{"app": "web"}}); !slices.Equal(got, []string{"istio-system/rename (MERGE)"}) {
+		t.Errorf("bar: %q", got)
+	}
+}

@@ -190,6 +190,11 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 			fmt.Sprintf("EnvoyFilters patch this proxy's clusters in ways meshscope does not apply: %s. Its clusters "+
 				"and the counts may differ from istiod's by what they add, remove or change.", strings.Join(patches, "; ")))
 	}
+	if patches := pr.ListenerPatches(proxy); len(patches) > 0 {
+		resp.Diagnostics.AddAttributeWarning(path.Root("labels"), review.CodeEnvoyFilterNotModelled.Summary(),
+			fmt.Sprintf("EnvoyFilters patch this proxy's listeners in ways meshscope does not apply: %s. Its listeners "+
+				"and their count may differ from istiod's by what they add, remove or rename.", strings.Join(patches, "; ")))
+	}
 	baseline := basePr.Predict(proxy)
 	tflog.Debug(ctx, "predicted proxy clusters", map[string]any{
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
