@@ -122,6 +122,10 @@ func writeListeners(ls []predict.Listener, proxy predict.Proxy, out string, stdo
 	return ExitOK
 }
 
+// tableServices is how many of a listener's services a table row names: thousands of HTTP
+// services can share 0.0.0.0_80 (-o json lists them all).
+const tableServices = 3
+
 // writeListenerTable prints one row per listener, with the address and port columns of
 // `istioctl proxy-config listener`.
 func writeListenerTable(w io.Writer, ls []predict.Listener) {
@@ -133,7 +137,10 @@ func writeListenerTable(w io.Writer, ls []predict.Listener) {
 			dir = "-"
 		}
 		svcs := "-"
-		if len(l.Services) > 0 {
+		switch n := len(l.Services); {
+		case n > tableServices:
+			svcs = fmt.Sprintf("%s (+%d more)", strings.Join(l.Services[:tableServices], ","), n-tableServices)
+		case n > 0:
 			svcs = strings.Join(l.Services, ",")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Address, strconv.Itoa(l.Port), dir, l.Protocol, svcs)

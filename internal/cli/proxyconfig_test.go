@@ -31,6 +31,11 @@ func TestProxyConfigSeed(t *testing.T) {
 	if !strings.Contains(errs, "bound to an address the manifests do not carry") {
 		t.Errorf("no note on the unknown VIPs: %q", errs)
 	}
+	// The table names a listener's first services only: 0.0.0.0_80 takes the seed's 4 HTTP services.
+	_, table, _ := run(t, "", "proxy-config", "listener", "-f", seed, "--namespace", "foo", "--labels", "app=test-app")
+	if !strings.Contains(table, "bar.bar.svc.cluster.local,foo.foo.svc.cluster.local,istio-ingressgateway.istio-system.svc.cluster.local (+1 more)") {
+		t.Errorf("the table does not cap the services of 0.0.0.0_80:\n%s", table)
+	}
 	code, got, _ = run(t, "", "proxy-config", "listener", "-f", seed, "--namespace", "foo", "--labels", "app=test-app", "-o", "json")
 	var doc struct {
 		Listeners []struct {
