@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -397,23 +398,28 @@ func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bo
 	return eps, false
 }
 
-// hasTargetPort reports whether the workload's pods are endpoints of the Service port for
-// istiod: the EndpointSlice controller lists a pod for a numeric target port always, for a
-// named one when a container port carries it, and istiod finds them by the port's number.
+// hasTargetPort reports whether the workload's pods are instances of the Service port number
+// for istiod: its index holds, under the number, the endpoints of every Service port with it
+// (UDP ones too), each on the target port resolved for the pod.
 func (ix *index) hasTargetPort(s *service, p svcPort, w *mesh.Workload) bool {
-	for _, ks := range ix.kubeByNs[s.ns] {
-		if ks.Name != s.objName {
-			continue
-		}
-		// istiod looks endpoints up by port number: those of the first Service port with it.
-		for _, sp := range ks.Spec.Ports {
-			if int(sp.Port) == p.num {
-				_, ok := resolveTargetPort(sp, w)
-				return ok
+	for _, sp := range ix.kubePorts(s) {
+		if int(sp.Port) == p.num {
+			if _, ok := resolveTargetPort(sp, w); ok {
+				return true
 			}
 		}
 	}
-	return true
+	return false
+}
+
+// kubePorts are the ports of a Kubernetes service's Service object.
+func (ix *index) kubePorts(s *service) []corev1.ServicePort {
+	for _, ks := range ix.kubeByNs[s.ns] {
+		if ks.Name == s.objName {
+			return ks.Spec.Ports
+		}
+	}
+	return nil
 }
 
 // add records a {bind, port} key (R54: a key that exists keeps its name whatever conflicts
