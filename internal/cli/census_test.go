@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,6 +137,37 @@ spec:
 	}
 	if _, md, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "markdown"); !strings.Contains(md, "EnvoyFilters patch the clusters of 1 of these workloads") {
 		t.Errorf("markdown does not name the EnvoyFilter:\n%s", md)
+	}
+}
+
+// TestDiff_NamesListenerEnvoyFilters: an EnvoyFilter that adds a listener to a changed workload
+// is named with its row and in the summary: the listener counts leave it out (R56).
+func TestDiff_NamesListenerEnvoyFilters(t *testing.T) {
+	ef := `apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: extra-listener, namespace: foo}
+spec:
+  configPatches:
+  - applyTo: LISTENER
+    patch: {operation: ADD, value: {name: extra_8443}}
+`
+	mesh := fixture.Seed + "\n---\n" + ef
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + "\n---\n" + fixture.SidecarFoo})
+	code, out, errs := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
+	if code != ExitChanged {
+		t.Fatalf("diff: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Changes []DiffRow `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Changes) != 1 || !slices.Equal(doc.Changes[0].ListenerEnvoyFilters, []string{"foo/extra-listener (ADD)"}) {
+		t.Errorf("changes %+v", doc.Changes)
+	}
+	if _, table, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head"); !strings.Contains(table, "EnvoyFilters patch the listeners of 1 of these workloads") {
+		t.Errorf("the table does not name the EnvoyFilter:\n%s", table)
 	}
 }
 

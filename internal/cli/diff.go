@@ -168,6 +168,9 @@ type DiffRow struct {
 	// EnvoyFilters name the EnvoyFilters whose cluster patches reach the workload, which the
 	// prediction leaves out (R39); absent when none does.
 	EnvoyFilters []string `json:"envoy_filters,omitempty"`
+	// ListenerEnvoyFilters name the EnvoyFilters whose listener patches can add, remove or rename
+	// the workload's listeners, which the listener counts leave out (R56); absent when none does.
+	ListenerEnvoyFilters []string `json:"listener_envoy_filters,omitempty"`
 	// Sidecar is set when the workload runs a sidecar in one tree only: it then gains (before 0)
 	// or loses (after 0) every cluster, and this says why.
 	Sidecar string `json:"sidecar_change,omitempty"`
@@ -212,7 +215,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
 		RemovedClusters: capped(rv.RemovedClusters), RemovedClusterCount: len(rv.RemovedClusters),
-		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, Sidecar: c.Sidecar, NotModelled: c.NotModelled,
+		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, ListenerEnvoyFilters: c.ListenerPatches, Sidecar: c.Sidecar, NotModelled: c.NotModelled,
 	}
 	if c.Cut != nil {
 		cuts := cutCalls(c.Cut)
@@ -469,6 +472,20 @@ func totalsSentence(rows []DiffRow) string {
 		names := slices.Sorted(maps.Keys(patched))
 		out += fmt.Sprintf(" EnvoyFilters patch the clusters of %s in ways meshscope does not apply (%s): their counts may differ from istiod's by those patches.",
 			plural(n, "of these workloads", "of these workloads"), strings.Join(names, "; "))
+	}
+	listenerPatched := map[string]bool{}
+	n = 0
+	for _, r := range rows {
+		if len(r.ListenerEnvoyFilters) > 0 {
+			n++
+		}
+		for _, f := range r.ListenerEnvoyFilters {
+			listenerPatched[f] = true
+		}
+	}
+	if n > 0 {
+		out += fmt.Sprintf(" EnvoyFilters patch the listeners of %s in ways meshscope does not apply (%s): their listener counts may differ from istiod's by those patches.",
+			plural(n, "of these workloads", "of these workloads"), strings.Join(slices.Sorted(maps.Keys(listenerPatched)), "; "))
 	}
 	return out
 }

@@ -300,6 +300,24 @@ resource "meshscope_workload_scope" "x" {
 			attr:    "workload_selector",
 			detail:  `patch the clusters of "foo/Deployment/test-app" in ways meshscope does not apply: istio-system/drop-api \(REMOVE: a REMOVE by service that can reach inbound clusters`,
 		},
+		"an EnvoyFilter patches the listeners of a selected workload": {
+			extra: []string{heredoc(`apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: extra-listener, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: test-app}}
+  configPatches:
+  - applyTo: LISTENER
+    patch: {operation: ADD, value: {name: extra_8443}}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+}`,
+			summary: "EnvoyFilter Patches Not Modelled",
+			attr:    "workload_selector",
+			detail:  `patch the listeners of "foo/Deployment/test-app" in ways meshscope does not apply: foo/extra-listener \(ADD\)\. Its listeners_before and listeners_after`,
+		},
 		"a scope that selects a VM proxy": {
 			extra: []string{heredoc(`apiVersion: networking.istio.io/v1
 kind: WorkloadEntry

@@ -99,6 +99,12 @@ func addNoSidecar(diags *diag.Diagnostics, s *review.Scope, decl scope.Declarati
 					"before, after and expected_clusters may differ from istiod's by what they add, remove or change.",
 					w.Key, strings.Join(w.ClusterPatches, "; ")))
 		}
+		if len(w.ListenerPatches) > 0 {
+			diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeEnvoyFilterNotModelled.Summary(),
+				fmt.Sprintf("EnvoyFilters patch the listeners of %q in ways meshscope does not apply: %s. Its "+
+					"listeners_before and listeners_after may differ from istiod's by what they add, remove or rename.",
+					w.Key, strings.Join(w.ListenerPatches, "; ")))
+		}
 	}
 	if len(s.NotModelled) > 0 {
 		diags.AddAttributeWarning(path.Root("workload_selector"), review.CodeProxyFeaturesNotModelled.Summary(),

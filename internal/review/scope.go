@@ -50,6 +50,9 @@ type Workload struct {
 	// ClusterPatches name the EnvoyFilters whose cluster patches reach the workload under the
 	// scope, which the prediction leaves out (R39).
 	ClusterPatches []string
+	// ListenerPatches name the EnvoyFilters whose listener patches can add, remove or rename
+	// the workload's listeners under the scope, which the listener counts leave out (R56).
+	ListenerPatches []string
 }
 
 // Scope is the review of one scope.
@@ -125,11 +128,12 @@ func selected(base, head *predict.Predictor, decl scope.Declaration, sidecarKey 
 		rv := reviewer.Review(w)
 		sc := head.SidecarFor(w.Proxy())
 		out = append(out, Workload{
-			WorkloadReview: rv,
-			Key:            rv.Namespace + "/" + rv.Workload,
-			Governed:       sc != nil && sc.Key() == sidecarKey,
-			Proxy:          w,
-			ClusterPatches: head.ClusterPatches(w.Proxy()),
+			WorkloadReview:  rv,
+			Key:             rv.Namespace + "/" + rv.Workload,
+			Governed:        sc != nil && sc.Key() == sidecarKey,
+			Proxy:           w,
+			ClusterPatches:  head.ClusterPatches(w.Proxy()),
+			ListenerPatches: head.ListenerPatches(w.Proxy()),
 		})
 	}
 	slices.SortStableFunc(out, func(a, b Workload) int {

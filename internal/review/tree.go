@@ -42,6 +42,9 @@ type Change struct {
 	// ClusterPatches name the EnvoyFilters whose cluster patches reach the workload in the head
 	// tree (the base tree's when the head lacks it), which the prediction leaves out (R39).
 	ClusterPatches []string
+	// ListenerPatches name, likewise, the EnvoyFilters whose listener patches can add, remove or
+	// rename the workload's listeners (R56).
+	ListenerPatches []string
 	// NotModelled is what istiod adds to the workload's proxies that meshscope does not predict
 	// (R44, R45), as the head tree says.
 	NotModelled []string
@@ -115,9 +118,11 @@ func (t *Tree) Each(fn func(Change) error) error {
 		if !rv.Changed() {
 			continue
 		}
-		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas, ClusterPatches: t.base.ClusterPatches(s.first.Proxy()), Sidecar: sidecar}
+		c := Change{WorkloadReview: rv, Replicas: s.first.Replicas, ClusterPatches: t.base.ClusterPatches(s.first.Proxy()),
+			ListenerPatches: t.base.ListenerPatches(s.first.Proxy()), Sidecar: sidecar}
 		if s.inHead {
 			c.Replicas, c.ClusterPatches = s.head.Replicas, t.head.ClusterPatches(s.head.Proxy())
+			c.ListenerPatches = t.head.ListenerPatches(s.head.Proxy())
 			if w := t.head.Census().Lookup(k.ns, k.name); w != nil {
 				c.NotModelled = w.NotModelled
 			}
