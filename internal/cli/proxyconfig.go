@@ -11,17 +11,19 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
-const proxyConfigUsage = `Usage: terraform-provider-meshscope proxy-config cluster|listener|all -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
+const proxyConfigUsage = `Usage: terraform-provider-meshscope proxy-config cluster|listener|endpoint|all -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
 Predicts one proxy's Envoy configuration as istioctl proxy-config prints it. PATH is a file, a
 directory (its *.yaml and *.yml files, recursively) or - for stdin.
   cluster   the CDS clusters, as the clusters command prints them
   listener  the LDS listeners; an address the manifests do not carry (a Service VIP the API server
             assigns, a pod IP) is named in angle brackets, as in <reviews.bookinfo VIP>_9080
-  all       both, each -o names line prefixed by its kind
+  endpoint  the endpoints of every EDS cluster, -o names as CLUSTER<TAB>ADDRESS:PORT; a replica of a
+            workload whose Pods the manifests do not hold is named <reviews-v1.bookinfo pod 1 IP>
+  all       all three, each -o names line prefixed by its kind
 `
 
 // proxyConfigKinds are the kinds proxy-config predicts, in its output order.
-var proxyConfigKinds = []string{"cluster", "listener"}
+var proxyConfigKinds = []string{"cluster", "listener", "endpoint"}
 
 func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -37,7 +39,7 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	}
 	kind := strings.TrimSuffix(args[0], "s") // istioctl takes "clusters" and "listeners" too
 	if kind != "all" && !slices.Contains(proxyConfigKinds, kind) {
-		fmt.Fprintf(stderr, "proxy-config: unknown kind %q: give one of %s or all (routes and endpoints are not predicted yet)\n",
+		fmt.Fprintf(stderr, "proxy-config: unknown kind %q: give one of %s or all (routes are not predicted yet)\n",
 			args[0], strings.Join(proxyConfigKinds, ", "))
 		return ExitUsage
 	}
@@ -51,10 +53,13 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	case "listener":
 		warnListenerPatches(p, proxy, stderr)
 		return writeListeners(p.Listeners(proxy), proxy, out, stdout, stderr)
+	case "endpoint":
+		return writeEndpoints(p.Endpoints(proxy), proxy, out, stdout, stderr)
 	}
 	warnListenerPatches(p, proxy, stderr)
 	res := p.Predict(proxy)
 	ls := p.Listeners(proxy)
+	eps := p.Endpoints(proxy)
 	switch out {
 	case "names":
 		for _, n := range res.Names() {
@@ -62,6 +67,9 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		}
 		for _, l := range ls {
 			fmt.Fprintf(stdout, "listener\t%s\n", l.Name)
+		}
+		for _, e := range eps {
+			fmt.Fprintf(stdout, "endpoint\t%s\t%s\n", e.Cluster, endpointAddress(e))
 		}
 		return ExitOK
 	case "json":
@@ -72,13 +80,62 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			Sidecar       string             `json:"sidecar"`
 			Clusters      []predict.Cluster  `json:"clusters"`
 			Listeners     []predict.Listener `json:"listeners"`
-		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res.Sidecar, res.Clusters, ls}
+			Endpoints     []predict.Endpoint `json:"endpoints"`
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res.Sidecar, res.Clusters, ls, eps}
 		return writeJSON(stdout, stderr, doc)
 	}
 	writeTable(stdout, res)
 	fmt.Fprintln(stdout)
 	writeListenerTable(stdout, ls)
+	fmt.Fprintln(stdout)
+	writeEndpointTable(stdout, eps)
 	return ExitOK
+}
+
+// endpointAddress is ADDRESS:PORT.
+func endpointAddress(e predict.Endpoint) string { return e.Address + ":" + strconv.Itoa(e.Port) }
+
+// writeEndpoints prints the proxy's predicted endpoints in the output format.
+func writeEndpoints(eps []predict.Endpoint, proxy predict.Proxy, out string, stdout, stderr io.Writer) int {
+	unknown := 0
+	for _, e := range eps {
+		if !e.AddressKnown {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		fmt.Fprintf(stderr, "note: %d endpoints are replicas of workloads whose Pods the manifests do not hold, named in angle "+
+			"brackets: their count is known, their addresses are not; give the inventory as the cluster holds it (its Pods) for them\n", unknown)
+	}
+	switch out {
+	case "names":
+		for _, e := range eps {
+			fmt.Fprintf(stdout, "%s\t%s\n", e.Cluster, endpointAddress(e))
+		}
+	case "json":
+		doc := struct {
+			SchemaVersion int                `json:"schema_version"`
+			Namespace     string             `json:"namespace"`
+			Labels        map[string]string  `json:"labels"`
+			Endpoints     []predict.Endpoint `json:"endpoints"`
+			EDSCount      int                `json:"eds_count"`
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, eps, len(eps)}
+		return writeJSON(stdout, stderr, doc)
+	default:
+		writeEndpointTable(stdout, eps)
+	}
+	return ExitOK
+}
+
+// writeEndpointTable prints the endpoints with the columns of `istioctl proxy-config endpoint`
+// that meshscope predicts.
+func writeEndpointTable(w io.Writer, eps []predict.Endpoint) {
+	tw := tabwriter.NewWriter(w, 0, 8, 5, ' ', 0)
+	fmt.Fprintln(tw, "ENDPOINT\tCLUSTER")
+	for _, e := range eps {
+		fmt.Fprintf(tw, "%s\t%s\n", endpointAddress(e), e.Cluster)
+	}
+	_ = tw.Flush()
 }
 
 // warnListenerPatches names on stderr the EnvoyFilters that can add, remove or rename the

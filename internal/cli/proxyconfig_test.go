@@ -50,8 +50,15 @@ func TestProxyConfigSeed(t *testing.T) {
 	if doc.LDSCount != len(lines) || len(doc.Listeners) != len(lines) {
 		t.Errorf("json lds_count %d, %d listeners; -o names printed %d", doc.LDSCount, len(doc.Listeners), len(lines))
 	}
+	// Endpoints: the seed's manifests hold Deployments, not Pods, so the replicas are named.
+	code, got, errs = run(t, "", append([]string{"proxy-config", "endpoints"}, args...)...)
+	if code != ExitOK || got != "outbound|80||bar.bar.svc.cluster.local\t<test-app.bar pod 1 IP>:80\n"+
+		"outbound|80||foo.foo.svc.cluster.local\t<test-app.foo pod 1 IP>:80\n" || !strings.Contains(errs, "2 endpoints are replicas") {
+		t.Errorf("proxy-config endpoint: exit %d, stdout %q, stderr %q", code, got, errs)
+	}
 	code, got, _ = run(t, "", append([]string{"proxy-config", "all"}, args...)...)
-	if code != ExitOK || strings.Count(got, "listener\t") != len(lines) || strings.Count(got, "cluster\t") != strings.Count(want, "\n") {
+	if code != ExitOK || strings.Count(got, "listener\t") != len(lines) || strings.Count(got, "cluster\t") != strings.Count(want, "\n") ||
+		strings.Count(got, "endpoint\t") != 2 {
 		t.Errorf("proxy-config all: exit %d:\n%s", code, got)
 	}
 }

@@ -37,7 +37,7 @@ type command struct {
 func commands(version string) []command {
 	return []command{
 		{name: "clusters", summary: "predict the Envoy CDS clusters istiod pushes to one sidecar proxy", flags: true, run: runClusters},
-		{name: "proxy-config", summary: "predict one sidecar proxy's clusters and listeners, as istioctl proxy-config prints them", flags: true, run: runProxyConfig},
+		{name: "proxy-config", summary: "predict one sidecar proxy's clusters, listeners and endpoints, as istioctl proxy-config prints them", flags: true, run: runProxyConfig},
 		{name: "diff", summary: "compare every proxy's predicted clusters between two manifest trees", flags: true, run: runDiff},
 		{name: "render", summary: "write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps", flags: true, run: runRender},
 		{name: "suggest", summary: "write a meshscope_workload_scope per calling workload, from the calls Prometheus observed", flags: true, run: runSuggest},

@@ -82,7 +82,14 @@ func (c CLI) Listeners(files []string, px Proxy) ([]string, error) {
 	return c.names([]string{"proxy-config", "listener"}, files, px)
 }
 
-// names runs a command of the CLI that prints one name per line for a proxy.
+// Endpoints runs `meshscope proxy-config endpoint ... -o names` and returns its lines,
+// "CLUSTER<TAB>ADDRESS:PORT", under the same output contract as Clusters.
+func (c CLI) Endpoints(files []string, px Proxy) ([]string, error) {
+	return c.names([]string{"proxy-config", "endpoint"}, files, px)
+}
+
+// names runs a command of the CLI that prints one name per line for a proxy (for endpoints,
+// two fields separated by one tab).
 func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
 	args := append([]string(nil), command...)
 	for _, f := range files {
@@ -111,7 +118,11 @@ func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
 		if l == "" {
 			continue
 		}
-		if strings.TrimSpace(l) != l || strings.ContainsAny(l, " \t") {
+		bare := l
+		if command[len(command)-1] == "endpoint" {
+			bare = strings.Replace(l, "\t", "", 1)
+		}
+		if strings.TrimSpace(l) != l || strings.ContainsAny(bare, " \t") {
 			return nil, fmt.Errorf("%s %s: output line %q is not a bare name", c.Bin, strings.Join(args, " "), l)
 		}
 		names = append(names, l)

@@ -521,7 +521,7 @@ func IstioClusters(t test.Failer, inventoryYAML string, proxies []Proxy) IstioRe
 // IstioClustersFromInventory is IstioClusters for an already parsed inventory.
 func IstioClustersFromInventory(t test.Failer, inv *Inventory, proxies []Proxy) IstioResult {
 	t.Helper()
-	return eachProxy(t, inv, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy) []string {
+	return eachProxy(t, inv, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy, _ Proxy) []string {
 		var names []string
 		for _, c := range s.Clusters(p) {
 			names = append(names, c.Name)
@@ -532,7 +532,7 @@ func IstioClustersFromInventory(t test.Failer, inv *Inventory, proxies []Proxy) 
 
 // eachProxy runs Istio's in-process istiod on the inventory and returns, for every proxy, the
 // sorted names gen takes from its generator for the proxy as istiod sets it up on connection.
-func eachProxy(t test.Failer, inv *Inventory, proxies []Proxy, gen func(*xds.FakeDiscoveryServer, *model.Proxy) []string) IstioResult {
+func eachProxy(t test.Failer, inv *Inventory, proxies []Proxy, gen func(*xds.FakeDiscoveryServer, *model.Proxy, Proxy) []string) IstioResult {
 	t.Helper()
 	s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{
 		KubernetesObjects: inv.KubeObjects,
@@ -545,7 +545,7 @@ func eachProxy(t test.Failer, inv *Inventory, proxies []Proxy, gen func(*xds.Fak
 		if err != nil {
 			t.Fatalf("proxy %s: %v", px.Key(), err)
 		}
-		names := gen(s, setupProxy(s, pod))
+		names := gen(s, setupProxy(s, pod), px)
 		sort.Strings(names)
 		out[px.Key()] = names
 	}

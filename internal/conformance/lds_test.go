@@ -5,12 +5,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"istio.io/istio/pkg/kube/inject"
 )
 
-// compareListeners runs Istio's LDS generator and `meshscope proxy-config listener` on the same
-// mesh for every proxy and reports the differences; it returns the number of mismatching
+// compareListeners runs Istio's LDS generator and endpoint builder, and `meshscope proxy-config
+// listener` and `endpoint`, on the same mesh for every proxy and reports the differences; it returns the number of mismatching
 // proxies. meshscope reads the mesh as the API server holds it (ClusterStateYAML), so that
 // every address a listener is named by is known to both.
 func compareListeners(t testing.TB, label, meshYAML string, proxies []Proxy) int {
@@ -26,6 +27,19 @@ func compareListeners(t testing.TB, label, meshYAML string, proxies []Proxy) int
 		t.Fatalf("%s: %v", label, err)
 	}
 	paths := writeFiles(t, t.TempDir(), []string{state})
+	meshscopeEDS := IstioResult{}
+	for _, px := range proxies {
+		if inject.IgnoredNamespaces.Contains(px.Namespace) {
+			continue
+		}
+		eps, err := c.Endpoints(paths, px)
+		if err != nil {
+			t.Fatalf("%s: proxy %s: CLI failed: %v", label, px.Key(), err)
+		}
+		meshscopeEDS[px.Key()] = eps
+	}
+	// Istio's endpoints converge once its informers have delivered every Pod: a bounded wait.
+	istioEDS := IstioEndpoints(t, inv, proxies, meshscopeEDS, 5*time.Second)
 	bad := 0
 	for _, px := range proxies {
 		if inject.IgnoredNamespaces.Contains(px.Namespace) {
@@ -36,6 +50,13 @@ func compareListeners(t testing.TB, label, meshYAML string, proxies []Proxy) int
 			t.Errorf("%s: proxy %s: CLI failed: %v", label, px.Key(), err)
 			bad++
 			continue
+		}
+		eps := meshscopeEDS[px.Key()]
+		if d := FormatDiff(istioEDS[px.Key()], eps); d != "" {
+			saved := saveFailingMesh(t, label+"-state", state)
+			t.Errorf("%s: proxy %s: meshscope's endpoints disagree with Istio's\n%s  cluster state: %s\n  rerun: meshscope proxy-config endpoint -f %s --namespace %s --labels %s -o names",
+				label, px.Key(), d, saved, saved, px.Namespace, LabelString(px.Labels))
+			bad++
 		}
 		got = resolveAlternatives(t, label, px, got, istio[px.Key()])
 		if d := FormatDiff(istio[px.Key()], got); d != "" {

@@ -1,8 +1,12 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -144,13 +148,73 @@ func marshalObject(o runtime.Object) (string, error) {
 // as istiod builds it.
 func IstioListeners(t test.Failer, inv *Inventory, proxies []Proxy) IstioResult {
 	t.Helper()
-	return eachProxy(t, inv, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy) []string {
+	return eachProxy(t, inv, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy, _ Proxy) []string {
 		var names []string
 		for _, l := range s.Listeners(p) {
 			names = append(names, l.GetName())
 		}
 		return names
 	})
+}
+
+// IstioEndpoints runs Istio's endpoint builder on every EDS cluster Istio's CDS generator gives
+// each proxy (FakeDiscoveryServer.Endpoints) and returns its endpoints as
+// "CLUSTER<TAB>ADDRESS:PORT", sorted.
+//
+// As in a cluster, the EndpointSlices are written once istiod knows the Pods: istiod parks an
+// endpoint whose Pod its informer has not delivered, and given both at start-up in either
+// order, its answer varies from run to run. Then, for a proxy in want, it looks every 20ms for
+// up to converge until Istio's list is that one (istiod applies the slices in the
+// background), and returns the last list it saw; without want, the first look stands.
+func IstioEndpoints(t test.Failer, inv *Inventory, proxies []Proxy, want IstioResult, converge time.Duration) IstioResult {
+	t.Helper()
+	var later []*discoveryv1.EndpointSlice
+	objs := make([]runtime.Object, 0, len(inv.KubeObjects))
+	for _, o := range inv.KubeObjects {
+		if es, ok := o.(*discoveryv1.EndpointSlice); ok {
+			later = append(later, es)
+			continue
+		}
+		objs = append(objs, o)
+	}
+	withoutSlices := *inv
+	withoutSlices.KubeObjects = objs
+	created := false
+	return eachProxy(t, &withoutSlices, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy, px Proxy) []string {
+		if !created {
+			created = true
+			for _, es := range later {
+				if _, err := s.KubeClient().Kube().DiscoveryV1().EndpointSlices(es.Namespace).Create(context.Background(), es, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("create EndpointSlice %s/%s: %v", es.Namespace, es.Name, err)
+				}
+			}
+		}
+		s.EnsureSynced(t)
+		deadline := time.Now().Add(converge)
+		for {
+			got := endpointNames(s, p)
+			w, ok := want[px.Key()]
+			if !ok || slices.Equal(got, w) || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// endpointNames are Istio's endpoints for the proxy, "CLUSTER<TAB>ADDRESS:PORT", sorted.
+func endpointNames(s *xds.FakeDiscoveryServer, p *model.Proxy) []string {
+	var out []string
+	for _, cla := range s.Endpoints(p) {
+		for _, loc := range cla.GetEndpoints() {
+			for _, lb := range loc.GetLbEndpoints() {
+				sa := lb.GetEndpoint().GetAddress().GetSocketAddress()
+				out = append(out, fmt.Sprintf("%s\t%s:%d", cla.GetClusterName(), sa.GetAddress(), sa.GetPortValue()))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // interceptionMode is the proxy metadata the injector takes from the pod's annotation.

@@ -2,6 +2,7 @@ package predict
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,5 +188,53 @@ spec: {template: {metadata: {labels: {app: raw}, annotations: {sidecar.istio.io/
 				}
 			}
 		}
+	}
+}
+
+// Endpoints (R57): a controller's replicas are named with their count when the inventory holds no
+// Pod of it; a subset keeps the endpoints whose labels hold its own; a ServiceEntry lists each
+// endpoint once per address; a Service whose exportTo annotation names "~" has none.
+func TestEndpoints(t *testing.T) {
+	p := listenerPredictor(t, "", `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web, namespace: a}
+spec:
+  host: web.a.svc.cluster.local
+  subsets: [{name: v2, labels: {version: v2}}, {name: web, labels: {app: web}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: hidden, namespace: a, annotations: {networking.istio.io/exportTo: "~"}}
+spec: {selector: {app: web}, ports: [{name: http, port: 8081}]}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-hidden, namespace: a}
+spec:
+  hosts: [web.a.svc.cluster.local]
+  http: [{route: [{destination: {host: hidden.a.svc.cluster.local}}]}]`)
+	eps := p.Endpoints(Proxy{Namespace: "a", Labels: map[string]string{"app": "web"}})
+	var got []string
+	for _, e := range eps {
+		got = append(got, e.Cluster+" "+e.Address+":"+strconv.Itoa(e.Port))
+	}
+	want := []string{
+		"outbound|5432||web.a.svc.cluster.local <web.a pod 1 IP>:5432",
+		"outbound|5432|web|web.a.svc.cluster.local <web.a pod 1 IP>:5432",
+		"outbound|6000||known.a.svc.cluster.local <web.a pod 1 IP>:6000",
+		"outbound|7000||multi.ext 10.40.0.1:7000",
+		"outbound|7000||multi.ext 10.40.0.1:7000",
+		"outbound|7000||multi.ext 10.40.0.1:7000",
+		"outbound|80||web.a.svc.cluster.local <web.a pod 1 IP>:80",
+		"outbound|80|web|web.a.svc.cluster.local <web.a pod 1 IP>:80",
+		"outbound|9000||web.a.svc.cluster.local <web.a pod 1 IP>:9000",
+		"outbound|9000|web|web.a.svc.cluster.local <web.a pod 1 IP>:9000",
+	}
+	slices.Sort(want)
+	if !slices.Contains(p.Predict(Proxy{Namespace: "a", Labels: map[string]string{"app": "web"}}).Names(), "outbound|8081||hidden.a.svc.cluster.local") {
+		t.Error("the VirtualService does not pull in the hidden Service's cluster: the case tests nothing")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("endpoints:\n got %q\nwant %q", got, want)
 	}
 }

@@ -33,6 +33,8 @@ type svcPort struct {
 	proto string
 	// cluster is the outbound cluster name, "outbound|<num>||<host>".
 	cluster string
+	// target is a ServiceEntry port's targetPort, 0 when unset (R57).
+	target int
 }
 
 // outboundName is the name of a service port's outbound cluster.
@@ -72,6 +74,8 @@ type service struct {
 	// addrs are a ServiceEntry's addresses as istiod converts them: a /32 or /128 is a plain
 	// IP, a wider prefix stays a CIDR (R50).
 	addrs []string
+	// seEndpoints are a ServiceEntry's own endpoints (R57).
+	seEndpoints []*networking.WorkloadEntry
 	// full is the canonical scoped view with every port.
 	full *scoped
 	// pos is the service's position in index.services.
@@ -231,7 +235,8 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 	}
 	var ports []svcPort
 	for _, p := range spec.GetPorts() {
-		ports = append(ports, svcPort{name: p.GetName(), num: int(p.GetNumber()), proto: istioconfig.ParseProtocol(p.GetProtocol())})
+		ports = append(ports, svcPort{name: p.GetName(), num: int(p.GetNumber()), proto: istioconfig.ParseProtocol(p.GetProtocol()),
+			target: int(p.GetTargetPort())})
 	}
 	var selector map[string]string
 	if ws := spec.GetWorkloadSelector(); ws != nil {
@@ -266,7 +271,7 @@ func (ix *index) convertServiceEntry(se *mesh.ServiceEntry) []*service {
 		out = append(out, &service{
 			host: h, ns: se.Namespace, attrName: h, objName: se.Name, res: res, ports: withClusterNames(ports, h),
 			exportTo: exportTo, created: se.Created, labels: se.Labels, selector: selector,
-			endpointLabels: endpoints, addrs: addrs,
+			endpointLabels: endpoints, addrs: addrs, seEndpoints: spec.GetEndpoints(),
 			dnsRace: se.Annotations["networking.istio.io/dns-connect-strategy"] == "RACE_FIRST_TCP_CONNECT",
 		})
 	}
