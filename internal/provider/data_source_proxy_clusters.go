@@ -121,6 +121,16 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "The number of LDS listeners of the same proxy with no Sidecar in effect at all.",
 				Computed:            true,
 			},
+			"endpoint_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of endpoints over every EDS cluster, as `istioctl proxy-config endpoint` lists them " +
+					"(`proxy-config endpoint` on the command line names them). Every pod counts as ready.",
+				Computed: true,
+			},
+			"endpoints_address_unknown": schema.Int64Attribute{
+				MarkdownDescription: "How many of the endpoints are replicas of workloads whose Pods the inventory does not hold: " +
+					"their count is known, their addresses are not. A live inventory holds the Pods.",
+				Computed: true,
+			},
 		},
 	}
 }
@@ -200,7 +210,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
 	})
 
-	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.Listeners(proxy))...)
+	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.Listeners(proxy), pr.Endpoints(proxy))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 }
 

@@ -65,6 +65,11 @@ data "meshscope_proxy_clusters" "bar_scoped" {
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("listeners"), knownvalue.ListSizeExact(14)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("listeners_address_unknown"), knownvalue.Int64Exact(9)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listener_count"), knownvalue.Int64Exact(11)),
+					// Endpoints: the seed's test-app Deployments, one replica each, behind foo and bar (TestProxyConfigSeed
+					// lists them); under foo's Sidecar only istio-system's Services, which have no workload in the seed.
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("endpoint_count"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("endpoints_address_unknown"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("endpoint_count"), knownvalue.Int64Exact(0)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("baseline_listener_count"), knownvalue.Int64Exact(14)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listeners"), knownvalue.ListPartial(map[int]knownvalue.Check{
 						0:  knownvalue.StringExact("0.0.0.0_15010"),

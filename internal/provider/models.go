@@ -99,6 +99,8 @@ type proxyClustersDataSourceModel struct {
 	ListenerCount           types.Int64 `tfsdk:"listener_count"`
 	ListenersAddressUnknown types.Int64 `tfsdk:"listeners_address_unknown"`
 	BaselineListenerCount   types.Int64 `tfsdk:"baseline_listener_count"`
+	EndpointCount           types.Int64 `tfsdk:"endpoint_count"`
+	EndpointsAddressUnknown types.Int64 `tfsdk:"endpoints_address_unknown"`
 }
 
 // inputsKnown reports whether every input attribute of the scope is known, so
@@ -296,7 +298,15 @@ func (m proxyClustersDataSourceModel) proxy(ctx context.Context) (predict.Proxy,
 }
 
 // setPrediction stores a prediction and the counts for the same proxy without any Sidecar.
-func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls, baseLs []predict.Listener) diag.Diagnostics {
+func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls, baseLs []predict.Listener, eps []predict.Endpoint) diag.Diagnostics {
+	epsUnknown := 0
+	for _, e := range eps {
+		if !e.AddressKnown {
+			epsUnknown++
+		}
+	}
+	m.EndpointCount = types.Int64Value(int64(len(eps)))
+	m.EndpointsAddressUnknown = types.Int64Value(int64(epsUnknown))
 	lnames := make([]string, len(ls))
 	unknown := 0
 	for i, l := range ls {
