@@ -355,19 +355,10 @@ func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bo
 	if s.k8s && len(s.selector) == 0 {
 		return nil, false // endpoints of a Service without selector are not in the inventory
 	}
-	var pods, controllers []*mesh.Workload
-	for _, w := range b.ix.workloadsByNs[s.ns] {
-		if !istioconfig.LabelsSubset(s.selector, w.PodLabels) {
-			continue
-		}
-		if s.k8s && !b.ix.hasTargetPort(s, p, w) {
-			continue
-		}
-		if w.Kind == "Pod" {
-			pods = append(pods, w)
-		} else {
-			controllers = append(controllers, w)
-		}
+	pods, controllers := b.ix.selected(s.ns, s.selector)
+	if s.k8s {
+		lacksPort := func(w *mesh.Workload) bool { return !b.ix.hasTargetPort(s, p, w) }
+		pods, controllers = slices.DeleteFunc(pods, lacksPort), slices.DeleteFunc(controllers, lacksPort)
 	}
 	if len(pods) > 0 {
 		for _, w := range pods {
