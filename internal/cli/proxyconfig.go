@@ -54,12 +54,12 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		warnListenerPatches(p, proxy, stderr)
 		return writeListeners(p.Listeners(proxy), proxy, out, stdout, stderr)
 	case "endpoint":
-		return writeEndpoints(p.Endpoints(proxy), proxy, out, stdout, stderr)
+		return writeEndpoints(p.Endpoints(p.Predict(proxy)), proxy, out, stdout, stderr)
 	}
 	warnListenerPatches(p, proxy, stderr)
 	res := p.Predict(proxy)
 	ls := p.Listeners(proxy)
-	eps := p.Endpoints(proxy)
+	eps := p.Endpoints(res)
 	switch out {
 	case "names":
 		for _, n := range res.Names() {

@@ -24,15 +24,16 @@ type Endpoint struct {
 	Port         int    `json:"port"`
 }
 
-// Endpoints returns the endpoints of every EDS cluster istiod pushes to the proxy, sorted by
+// Endpoints returns the endpoints of every EDS cluster of a prediction (Predict's), sorted by
 // cluster, address and port.
-func (p *Predictor) Endpoints(proxy Proxy) []Endpoint {
+func (p *Predictor) Endpoints(res *Result) []Endpoint {
+	proxy := res.Proxy
 	if s := p.siblings[proxy.Version]; s != nil {
-		return s.Endpoints(proxy)
+		return s.Endpoints(res)
 	}
 	ix := p.ix
 	eds := map[string]bool{}
-	for _, c := range p.Predict(proxy).Clusters {
+	for _, c := range res.Clusters {
 		if c.Type == TypeEDS && c.Direction == Outbound {
 			eds[c.Name] = true
 		}

@@ -210,7 +210,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
 	})
 
-	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.Listeners(proxy), pr.Endpoints(proxy))...)
+	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.ListenerCount(proxy), pr.Endpoints(res))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 }
 

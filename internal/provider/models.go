@@ -298,7 +298,7 @@ func (m proxyClustersDataSourceModel) proxy(ctx context.Context) (predict.Proxy,
 }
 
 // setPrediction stores a prediction and the counts for the same proxy without any Sidecar.
-func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls, baseLs []predict.Listener, eps []predict.Endpoint) diag.Diagnostics {
+func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls []predict.Listener, baseListeners int, eps []predict.Endpoint) diag.Diagnostics {
 	epsUnknown := 0
 	for _, e := range eps {
 		if !e.AddressKnown {
@@ -318,7 +318,7 @@ func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Resu
 	m.Listeners, _ = types.ListValueFrom(context.Background(), types.StringType, lnames)
 	m.ListenerCount = types.Int64Value(int64(len(ls)))
 	m.ListenersAddressUnknown = types.Int64Value(int64(unknown))
-	m.BaselineListenerCount = types.Int64Value(int64(len(baseLs)))
+	m.BaselineListenerCount = types.Int64Value(int64(baseListeners))
 	names, diags := types.ListValueFrom(context.Background(), types.StringType, res.Names())
 	m.Clusters = names
 	m.Sidecar = types.StringValue(res.Sidecar)
