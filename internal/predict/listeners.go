@@ -85,7 +85,7 @@ func (p *Predictor) Listeners(proxy Proxy) []Listener {
 	ix := p.ix
 	sc := ix.sidecarFor(proxy)
 	scope := p.scope(sc, proxy.Namespace)
-	b := &ldsBuilder{ix: ix, proxy: proxy, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}}
+	b := &ldsBuilder{ix: ix, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}}
 	for _, l := range scope.egress {
 		b.egress(l)
 	}
@@ -115,7 +115,7 @@ func (p *Predictor) ListenerCount(proxy Proxy) int {
 	sc := ix.sidecarFor(proxy)
 	scope := p.scope(sc, proxy.Namespace)
 	n := ix.nodeOf(proxy)
-	sum := scope.ldsSummary(ix, proxy, n.interceptNone)
+	sum := scope.ldsSummary(ix, n.interceptNone)
 	count := sum.plain
 	for _, owners := range sum.podKeys {
 		if slices.ContainsFunc(owners, func(o *ldsOwner) bool { return !o.self(n) }) {
@@ -125,7 +125,7 @@ func (p *Predictor) ListenerCount(proxy Proxy) int {
 	if !n.interceptNone {
 		count += 2 // virtualOutbound, virtualInbound
 	}
-	b := &ldsBuilder{ix: ix, proxy: proxy, n: n}
+	b := &ldsBuilder{ix: ix, n: n}
 	return count + len(b.inbound(sc))
 }
 
@@ -143,7 +143,7 @@ type ldsCount struct {
 	podKeys [][]*ldsOwner
 }
 
-func (sc *sidecarScope) ldsSummary(ix *index, proxy Proxy, interceptNone bool) *ldsCount {
+func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
 	i := 0
 	if interceptNone {
 		i = 1
@@ -153,7 +153,7 @@ func (sc *sidecarScope) ldsSummary(ix *index, proxy Proxy, interceptNone bool) *
 	if c := sc.lds[i]; c != nil {
 		return c
 	}
-	b := &ldsBuilder{ix: ix, proxy: proxy, n: node{interceptNone: interceptNone}, all: true, keys: map[string]*ldsKey{}}
+	b := &ldsBuilder{ix: ix, n: node{interceptNone: interceptNone}, all: true, keys: map[string]*ldsKey{}}
 	for _, l := range sc.egress {
 		b.egress(l)
 	}
@@ -185,7 +185,6 @@ func (ix *index) nodeOf(proxy Proxy) node {
 
 type ldsBuilder struct {
 	ix    *index
-	proxy Proxy
 	n     node
 	byKey map[string]*Listener
 	order []string
