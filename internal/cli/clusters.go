@@ -79,6 +79,7 @@ func writeClusters(p *predict.Predictor, proxy predict.Proxy, out string, stdout
 func writeJSON(stdout, stderr io.Writer, doc any) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "<foo.foo VIP>" reads as written
 	if err := enc.Encode(doc); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitError

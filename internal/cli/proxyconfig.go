@@ -11,19 +11,21 @@ import (
 	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 )
 
-const proxyConfigUsage = `Usage: terraform-provider-meshscope proxy-config cluster|listener|endpoint|all -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
+const proxyConfigUsage = `Usage: terraform-provider-meshscope proxy-config cluster|listener|route|endpoint|all -f PATH [-f PATH ...] (--namespace NS --labels k=v[,k=v] | --pod NS/NAME) [-o table|names|json] [--istio-version V] [--domain-suffix S]
 Predicts one proxy's Envoy configuration as istioctl proxy-config prints it. PATH is a file, a
 directory (its *.yaml and *.yml files, recursively) or - for stdin.
   cluster   the CDS clusters, as the clusters command prints them
   listener  the LDS listeners; an address the manifests do not carry (a Service VIP the API server
             assigns, a pod IP) is named in angle brackets, as in <reviews.bookinfo VIP>_9080
+  route     the RDS route configurations, -o names as ROUTE<TAB>VHOST (a route without virtual
+            hosts as ROUTE alone), -o json with each virtual host's domains
   endpoint  the endpoints of every EDS cluster, -o names as CLUSTER<TAB>ADDRESS:PORT; a replica of a
             workload whose Pods the manifests do not hold is named <reviews-v1.bookinfo pod 1 IP>
-  all       all three, each -o names line prefixed by its kind
+  all       all four, each -o names line prefixed by its kind
 `
 
 // proxyConfigKinds are the kinds proxy-config predicts, in its output order.
-var proxyConfigKinds = []string{"cluster", "listener", "endpoint"}
+var proxyConfigKinds = []string{"cluster", "listener", "route", "endpoint"}
 
 func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -39,7 +41,7 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	}
 	kind := strings.TrimSuffix(args[0], "s") // istioctl takes "clusters" and "listeners" too
 	if kind != "all" && !slices.Contains(proxyConfigKinds, kind) {
-		fmt.Fprintf(stderr, "proxy-config: unknown kind %q: give one of %s or all (routes are not predicted yet)\n",
+		fmt.Fprintf(stderr, "proxy-config: unknown kind %q: give one of %s or all\n",
 			args[0], strings.Join(proxyConfigKinds, ", "))
 		return ExitUsage
 	}
@@ -53,12 +55,16 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	case "listener":
 		warnListenerPatches(p, proxy, stderr)
 		return writeListeners(p.Listeners(proxy), proxy, out, stdout, stderr)
+	case "route":
+		warnListenerPatches(p, proxy, stderr)
+		return writeRoutes(p.Routes(proxy), proxy, out, stdout, stderr)
 	case "endpoint":
 		return writeEndpoints(p.Endpoints(p.Predict(proxy)), proxy, out, stdout, stderr)
 	}
 	warnListenerPatches(p, proxy, stderr)
 	res := p.Predict(proxy)
 	ls := p.Listeners(proxy)
+	rs := p.Routes(proxy)
 	eps := p.Endpoints(res)
 	switch out {
 	case "names":
@@ -67,6 +73,9 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		}
 		for _, l := range ls {
 			fmt.Fprintf(stdout, "listener\t%s\n", l.Name)
+		}
+		for _, line := range routeNames(rs) {
+			fmt.Fprintf(stdout, "route\t%s\n", line)
 		}
 		for _, e := range eps {
 			fmt.Fprintf(stdout, "endpoint\t%s\t%s\n", e.Cluster, endpointAddress(e))
@@ -80,16 +89,97 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			Sidecar       string             `json:"sidecar"`
 			Clusters      []predict.Cluster  `json:"clusters"`
 			Listeners     []predict.Listener `json:"listeners"`
+			Routes        []predict.Route    `json:"routes"`
 			Endpoints     []predict.Endpoint `json:"endpoints"`
-		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res.Sidecar, res.Clusters, ls, eps}
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, res.Sidecar, res.Clusters, ls, rs, eps}
 		return writeJSON(stdout, stderr, doc)
 	}
 	writeTable(stdout, res)
 	fmt.Fprintln(stdout)
 	writeListenerTable(stdout, ls)
 	fmt.Fprintln(stdout)
+	writeRouteTable(stdout, rs)
+	fmt.Fprintln(stdout)
 	writeEndpointTable(stdout, eps)
 	return ExitOK
+}
+
+// routeNames are the -o names lines of routes: ROUTE<TAB>VHOST, or ROUTE alone for a route
+// without virtual hosts, sorted.
+func routeNames(rs []predict.Route) []string {
+	var out []string
+	for _, r := range rs {
+		if len(r.VirtualHosts) == 0 {
+			out = append(out, r.Name)
+		}
+		for _, vh := range r.VirtualHosts {
+			out = append(out, r.Name+"\t"+vh.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writeRoutes prints the proxy's predicted route configurations in the output format.
+func writeRoutes(rs []predict.Route, proxy predict.Proxy, out string, stdout, stderr io.Writer) int {
+	unknown := 0
+	for _, r := range rs {
+		for _, vh := range r.VirtualHosts {
+			if slices.ContainsFunc(vh.Domains, func(d string) bool { return strings.HasPrefix(d, "<") }) {
+				unknown++
+			}
+		}
+	}
+	if unknown > 0 {
+		fmt.Fprintf(stderr, "note: %d virtual hosts match a service address the manifests do not carry, named in angle brackets; "+
+			"give the inventory as the cluster holds it (Services with spec.clusterIP) for their real domains\n", unknown)
+	}
+	switch out {
+	case "names":
+		for _, line := range routeNames(rs) {
+			fmt.Fprintln(stdout, line)
+		}
+	case "json":
+		vhosts := 0
+		for _, r := range rs {
+			vhosts += len(r.VirtualHosts)
+		}
+		doc := struct {
+			SchemaVersion    int               `json:"schema_version"`
+			Namespace        string            `json:"namespace"`
+			Labels           map[string]string `json:"labels"`
+			Routes           []predict.Route   `json:"routes"`
+			RDSCount         int               `json:"rds_count"`
+			VirtualHostCount int               `json:"virtual_host_count"`
+		}{JSONSchemaVersion, proxy.Namespace, proxy.Labels, rs, len(rs), vhosts}
+		return writeJSON(stdout, stderr, doc)
+	default:
+		writeRouteTable(stdout, rs)
+	}
+	return ExitOK
+}
+
+// tableDomains is how many of a virtual host's domains a table row names (-o json lists all).
+const tableDomains = 3
+
+// writeRouteTable prints one row per virtual host, with the columns of `istioctl proxy-config
+// route` that meshscope predicts.
+func writeRouteTable(w io.Writer, rs []predict.Route) {
+	tw := tabwriter.NewWriter(w, 0, 8, 5, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVHOST NAME\tDOMAINS")
+	for _, r := range rs {
+		if len(r.VirtualHosts) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\n", r.Name)
+		}
+		for _, vh := range r.VirtualHosts {
+			ds := strings.Join(vh.Domains, ", ")
+			if n := len(vh.Domains); n > tableDomains {
+				ds = fmt.Sprintf("%s + %d more...", strings.Join(vh.Domains[:tableDomains], ", "), n-tableDomains)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, vh.Name, ds)
+		}
+	}
+	_ = tw.Flush()
 }
 
 // endpointAddress is ADDRESS:PORT.

@@ -56,9 +56,49 @@ func TestProxyConfigSeed(t *testing.T) {
 		"outbound|80||foo.foo.svc.cluster.local\t<test-app.foo pod 1 IP>:80\n" || !strings.Contains(errs, "2 endpoints are replicas") {
 		t.Errorf("proxy-config endpoint: exit %d, stdout %q, stderr %q", code, got, errs)
 	}
+	// Routes: one line per virtual host; foo's own service has its short name and its VIP's
+	// placeholder among its domains.
+	code, got, errs = run(t, "", append([]string{"proxy-config", "routes"}, args...)...)
+	routeLines := strings.Split(strings.TrimSpace(got), "\n")
+	for _, w := range []string{"80\tfoo.foo.svc.cluster.local:80", "80\tallow_any"} {
+		if code != ExitOK || !strings.Contains("\n"+got, "\n"+w+"\n") {
+			t.Errorf("proxy-config route -o names: exit %d, stderr %q; no line %q:\n%s", code, errs, w, got)
+		}
+	}
+	if !strings.Contains(errs, "virtual hosts match a service address the manifests do not carry") {
+		t.Errorf("no note on the unknown VIPs among the domains: %q", errs)
+	}
+	code, got, _ = run(t, "", "proxy-config", "route", "-f", seed, "--namespace", "foo", "--labels", "app=test-app", "-o", "json")
+	var rdoc struct {
+		Routes []struct {
+			Name         string `json:"name"`
+			VirtualHosts []struct {
+				Name    string   `json:"name"`
+				Domains []string `json:"domains"`
+			} `json:"virtual_hosts"`
+		} `json:"routes"`
+		VirtualHostCount int `json:"virtual_host_count"`
+	}
+	if err := json.Unmarshal([]byte(got), &rdoc); err != nil || code != ExitOK {
+		t.Fatalf("exit %d, json: %v\n%s", code, err, got)
+	}
+	if rdoc.VirtualHostCount != len(routeLines) {
+		t.Errorf("json virtual_host_count %d; -o names printed %d lines", rdoc.VirtualHostCount, len(routeLines))
+	}
+	var fooDomains []string
+	for _, r := range rdoc.Routes {
+		for _, vh := range r.VirtualHosts {
+			if r.Name == "80" && vh.Name == "foo.foo.svc.cluster.local:80" {
+				fooDomains = vh.Domains
+			}
+		}
+	}
+	if strings.Join(fooDomains, ",") != "foo.foo.svc.cluster.local,foo.foo.svc.cluster.local.,foo,foo.foo.svc,foo.foo,<foo.foo VIP>" {
+		t.Errorf("domains of foo.foo.svc.cluster.local:80 on route 80: %q", fooDomains)
+	}
 	code, got, _ = run(t, "", append([]string{"proxy-config", "all"}, args...)...)
 	if code != ExitOK || strings.Count(got, "listener\t") != len(lines) || strings.Count(got, "cluster\t") != strings.Count(want, "\n") ||
-		strings.Count(got, "endpoint\t") != 2 {
+		strings.Count(got, "endpoint\t") != 2 || strings.Count(got, "route\t") != len(routeLines) {
 		t.Errorf("proxy-config all: exit %d:\n%s", code, got)
 	}
 }
@@ -72,7 +112,7 @@ func TestProxyConfigUsage(t *testing.T) {
 	}{
 		{nil, ExitUsage, "name what to print first"},
 		{[]string{"-f", seed}, ExitUsage, "name what to print first"},
-		{[]string{"routes", "-f", seed, "--namespace", "foo"}, ExitUsage, `unknown kind "routes"`},
+		{[]string{"secrets", "-f", seed, "--namespace", "foo"}, ExitUsage, `unknown kind "secrets"`},
 		{[]string{"listener", "--namespace", "foo"}, ExitUsage, "give at least one manifest"},
 		{[]string{"listener", "-f", seed}, ExitUsage, "missing --namespace"},
 		{[]string{"listener", "-f", seed, "--namespace", "fooo"}, ExitError, `namespace "fooo" is not in the inventory`},

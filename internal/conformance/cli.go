@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,9 +89,32 @@ func (c CLI) Endpoints(files []string, px Proxy) ([]string, error) {
 	return c.names([]string{"proxy-config", "endpoint"}, files, px)
 }
 
-// names runs a command of the CLI that prints one name per line for a proxy (for endpoints,
-// two fields separated by one tab).
-func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
+// Routes runs `meshscope proxy-config route ... -o json` and returns its routes as RouteLines
+// prints them, sorted.
+func (c CLI) Routes(files []string, px Proxy) ([]string, error) {
+	out, err := c.run([]string{"proxy-config", "route"}, files, px, "json")
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Routes []struct {
+			Name         string             `json:"name"`
+			VirtualHosts []RouteVirtualHost `json:"virtual_hosts"`
+		} `json:"routes"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("proxy-config route -o json: %v", err)
+	}
+	var lines []string
+	for _, r := range doc.Routes {
+		lines = append(lines, RouteLines(r.Name, r.VirtualHosts)...)
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
+// run runs a proxy command of the CLI in the output format and returns its stdout.
+func (c CLI) run(command, files []string, px Proxy, format string) ([]byte, error) {
 	args := append([]string(nil), command...)
 	for _, f := range files {
 		args = append(args, "-f", f)
@@ -99,7 +123,7 @@ func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
 	if len(px.Labels) > 0 {
 		args = append(args, "--labels", LabelString(px.Labels))
 	}
-	args = append(args, "-o", "names")
+	args = append(args, "-o", format)
 	if c.IstioVersion != "" {
 		args = append(args, "--istio-version", c.IstioVersion)
 	}
@@ -112,8 +136,19 @@ func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s %s: %v\nstderr:\n%s\nstdout:\n%s", c.Bin, strings.Join(args, " "), err, stderr.String(), stdout.String())
 	}
+	return stdout.Bytes(), nil
+}
+
+// names runs a command of the CLI that prints one name per line for a proxy (for endpoints,
+// two fields separated by one tab).
+func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
+	stdout, err := c.run(command, files, px, "names")
+	if err != nil {
+		return nil, err
+	}
+	args := command
 	var names []string
-	for _, l := range strings.Split(stdout.String(), "\n") {
+	for _, l := range strings.Split(string(stdout), "\n") {
 		l = strings.TrimRight(l, "\r")
 		if l == "" {
 			continue
@@ -128,7 +163,7 @@ func (c CLI) names(command, files []string, px Proxy) ([]string, error) {
 		names = append(names, l)
 	}
 	if !sort.StringsAreSorted(names) {
-		return nil, fmt.Errorf("%s %s: output is not sorted:\n%s", c.Bin, strings.Join(args, " "), stdout.String())
+		return nil, fmt.Errorf("%s %s: output is not sorted:\n%s", c.Bin, strings.Join(args, " "), stdout)
 	}
 	// A name may repeat: istiod does not normalize outbound clusters (R32), and Diff counts
 	// the copies.

@@ -157,6 +157,48 @@ func IstioListeners(t test.Failer, inv *Inventory, proxies []Proxy) IstioResult 
 	})
 }
 
+// IstioRoutes runs Istio's RDS generator (ConfigGeneratorImpl.BuildHTTPRoutes) on the route
+// names the proxy's listeners ask for, each name once as Envoy subscribes to it, and returns
+// every proxy's routes as RouteLines prints them.
+func IstioRoutes(t test.Failer, inv *Inventory, proxies []Proxy) IstioResult {
+	t.Helper()
+	return eachProxy(t, inv, proxies, func(s *xds.FakeDiscoveryServer, p *model.Proxy, _ Proxy) []string {
+		var out []string
+		seen := map[string]bool{}
+		for _, rc := range s.Routes(p) {
+			if seen[rc.GetName()] {
+				continue
+			}
+			seen[rc.GetName()] = true
+			var vhosts []RouteVirtualHost
+			for _, vh := range rc.GetVirtualHosts() {
+				vhosts = append(vhosts, RouteVirtualHost{Name: vh.GetName(), Domains: vh.GetDomains()})
+			}
+			out = append(out, RouteLines(rc.GetName(), vhosts)...)
+		}
+		return out
+	})
+}
+
+// RouteVirtualHost is a virtual host as the route comparison reads it.
+type RouteVirtualHost struct {
+	Name    string   `json:"name"`
+	Domains []string `json:"domains"`
+}
+
+// RouteLines are the comparison lines of one route configuration: "ROUTE<TAB>VHOST<TAB>DOMAINS"
+// per virtual host, its domains comma-joined in their order, or "ROUTE<TAB>-" when it has none.
+func RouteLines(route string, vhosts []RouteVirtualHost) []string {
+	if len(vhosts) == 0 {
+		return []string{route + "\t-"}
+	}
+	out := make([]string, 0, len(vhosts))
+	for _, vh := range vhosts {
+		out = append(out, route+"\t"+vh.Name+"\t"+strings.Join(vh.Domains, ","))
+	}
+	return out
+}
+
 // IstioEndpoints runs Istio's endpoint builder on every EDS cluster Istio's CDS generator gives
 // each proxy (FakeDiscoveryServer.Endpoints) and returns its endpoints as
 // "CLUSTER<TAB>ADDRESS:PORT", sorted.

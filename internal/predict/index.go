@@ -42,6 +42,10 @@ type index struct {
 	// Kubernetes Service over a ServiceEntry, else the oldest (R8).
 	byHostNs map[string]map[string]*service
 
+	// aliases maps a concrete host to its ExternalName aliases (R60), built once and shared
+	// by the copies withInventory makes (they differ in Sidecars only).
+	aliases *aliasCache
+
 	// vsPrivate are, per namespace, its own VirtualServices exported to it (R23).
 	vsPrivate map[string][]*vsEntry
 	// vsExported are, per namespace, the VirtualServices of other namespaces exported to it
@@ -91,7 +95,7 @@ func (ix *index) nsVisible(ns string) bool {
 // DestinationRules and Sidecars.
 func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *index {
 	ix := &index{
-		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace,
+		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{},
 		defSvc:  istioconfig.DefaultExportTo(inv.Mesh.DefaultServiceExportTo),
 		defVS:   istioconfig.DefaultExportTo(inv.Mesh.DefaultVirtualServiceExportTo),
 		defDR:   map[string]bool{},

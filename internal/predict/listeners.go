@@ -34,6 +34,9 @@ type Listener struct {
 	Protocol string `json:"protocol"`
 	// Services are the hosts whose calls the listener takes, in the order istiod adds them.
 	Services []string `json:"services,omitempty"`
+	// Routes are the RDS route configurations its HTTP filter chains ask for, in chain order
+	// (R58): "P" for the port's shared route, "HOST:P" for a sniffed service's own.
+	Routes []string `json:"routes,omitempty"`
 }
 
 // Listener protocols (istio networking.ListenerProtocol).
@@ -85,13 +88,15 @@ func (p *Predictor) Listeners(proxy Proxy) []Listener {
 	ix := p.ix
 	sc := ix.sidecarFor(proxy)
 	scope := p.scope(sc, proxy.Namespace)
-	b := &ldsBuilder{ix: ix, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}}
+	b := &ldsBuilder{ix: ix, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}, entries: map[string]*ldsEntry{}}
 	for _, l := range scope.egress {
 		b.egress(l)
 	}
 	out := make([]Listener, 0, len(b.order)+2)
 	for _, k := range b.order {
-		out = append(out, *b.byKey[k])
+		l := *b.byKey[k]
+		l.Routes = b.entries[k].routes()
+		out = append(out, l)
 	}
 	// R48: the virtual listeners, unless the proxy captures no traffic.
 	if !b.n.interceptNone {
@@ -194,12 +199,23 @@ type ldsBuilder struct {
 	keys map[string]*ldsKey
 	// hosts are the {key, host} pairs of byKey's Services.
 	hosts map[[2]string]bool
+	// entries are istiod's listener map entries by key, with their filter chains (R58).
+	entries map[string]*ldsEntry
+	// cur is the egress listener being built.
+	cur *listener
 }
 
 // egress builds the outbound listeners of one egress listener (R50, R51): istiod's
 // buildSidecarOutboundListeners.
 func (b *ldsBuilder) egress(l *listener) {
 	e := l.cfg
+	b.cur = l
+	if e.GetPort() == nil {
+		// R58: a catch-all egress listener adds nothing to the keys a port's listener made.
+		for _, en := range b.entries {
+			en.locked = true
+		}
+	}
 	// R53: bind and capture mode.
 	bindToPort := b.n.interceptNone || e.GetCaptureMode() == networking.CaptureMode_NONE || strings.HasPrefix(e.GetBind(), "unix://")
 	bind := e.GetBind()
@@ -230,7 +246,7 @@ func (b *ldsBuilder) egress(l *listener) {
 					continue
 				}
 				for _, ep := range eps {
-					b.addOwned(ep.addr, ep.known, p.num, p.proto, s.svc.host, ep.own)
+					b.addOwned(s.svc, ep.addr, ep.known, p.num, p.proto, "", ep.own)
 				}
 				continue
 			}
@@ -263,18 +279,19 @@ func (b *ldsBuilder) service(l *listener, s *service, port int, proto, bind stri
 		return
 	}
 	if bind != "" {
-		b.add(bind, true, port, proto, s.host)
+		b.add(s, bind, true, port, proto, "")
 		return
 	}
 	if lp == ListenerHTTP {
-		b.add(wildcardIPv4, true, port, proto, s.host)
+		b.add(s, wildcardIPv4, true, port, proto, "")
 		return
 	}
 	for _, a := range b.addresses(l, s) {
+		cidr := ""
 		if a.known && strings.Contains(a.addr, "/") {
-			a = endpoint{addr: wildcardIPv4, known: true}
+			cidr, a = a.addr, endpoint{addr: wildcardIPv4, known: true}
 		}
-		b.add(a.addr, a.known, port, proto, s.host)
+		b.add(s, a.addr, a.known, port, proto, cidr)
 	}
 }
 
@@ -414,12 +431,14 @@ func (ix *index) kubePorts(s *service) []corev1.ServicePort {
 
 // add records a {bind, port} key (R54: a key that exists keeps its name whatever conflicts
 // on it; only its filter chains change).
-func (b *ldsBuilder) add(addr string, known bool, port int, proto, host string) {
-	b.addOwned(addr, known, port, proto, host, nil)
+// cidr is the service's CIDR address when it listens on the wildcard with a CIDR match.
+func (b *ldsBuilder) add(s *service, addr string, known bool, port int, proto, cidr string) {
+	b.addOwned(s, addr, known, port, proto, cidr, nil)
 }
 
 // addOwned is add for an endpoint listener of a pod (own), or of a service (own nil).
-func (b *ldsBuilder) addOwned(addr string, known bool, port int, proto, host string, own *ldsOwner) {
+func (b *ldsBuilder) addOwned(s *service, addr string, known bool, port int, proto, cidr string, own *ldsOwner) {
+	host := s.host
 	name := addr + "_" + strconv.Itoa(port)
 	if b.all {
 		// A scope's count: the keys and whose endpoints made them, not their services.
@@ -436,6 +455,7 @@ func (b *ldsBuilder) addOwned(addr string, known bool, port int, proto, host str
 		}
 		return
 	}
+	b.chains(s, name, addr, port, proto, cidr)
 	// Thousands of services can share 0.0.0.0_80: a set, not a scan of Services.
 	k := [2]string{name, host}
 	if b.hosts[k] {

@@ -74,6 +74,8 @@ type service struct {
 	// addrs are a ServiceEntry's addresses as istiod converts them: a /32 or /128 is a plain
 	// IP, a wider prefix stays a CIDR (R50).
 	addrs []string
+	// aliasFor is an alias's ExternalName: the host it stands for (R27, R60).
+	aliasFor string
 	// seEndpoints are a ServiceEntry's own endpoints (R57).
 	seEndpoints []*networking.WorkloadEntry
 	// full is the canonical scoped view with every port.
@@ -203,6 +205,7 @@ func (ix *index) convertKube(ks *mesh.Service) *service {
 	if ks.Spec.Type == corev1.ServiceTypeExternalName && ks.Spec.ExternalName != "" {
 		if ix.ver.ExternalNameAlias() { // R27
 			s.res = resAlias
+			s.aliasFor = ks.Spec.ExternalName
 		} else {
 			s.res = resDNSLB
 			s.endpointLabels = []map[string]string{nil}
