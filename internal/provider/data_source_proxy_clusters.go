@@ -121,6 +121,21 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "The number of LDS listeners of the same proxy with no Sidecar in effect at all.",
 				Computed:            true,
 			},
+			"routes": schema.ListAttribute{
+				MarkdownDescription: "The RDS route configuration names the listeners ask for, sorted, as `istioctl proxy-config " +
+					"route` names them: `80` for the route HTTP services on port 80 share, `<host>:<port>` for a protocol-detected " +
+					"service port's own route (`proxy-config route` on the command line lists their virtual hosts and domains).",
+				ElementType: types.StringType,
+				Computed:    true,
+			},
+			"route_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of RDS route configurations.",
+				Computed:            true,
+			},
+			"virtual_host_count": schema.Int64Attribute{
+				MarkdownDescription: "The number of virtual hosts over every route configuration, catch-alls included.",
+				Computed:            true,
+			},
 			"endpoint_count": schema.Int64Attribute{
 				MarkdownDescription: "The number of endpoints over every EDS cluster, as `istioctl proxy-config endpoint` lists them " +
 					"(`proxy-config endpoint` on the command line names them). Every pod counts as ready.",
@@ -210,7 +225,7 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
 	})
 
-	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.ListenerCount(proxy), pr.Endpoints(res))...)
+	resp.Diagnostics.Append(model.setPrediction(res, baseline, pr.Listeners(proxy), basePr.ListenerCount(proxy), pr.Routes(proxy), pr.Endpoints(res))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 }
 

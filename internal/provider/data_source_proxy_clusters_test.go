@@ -71,6 +71,16 @@ data "meshscope_proxy_clusters" "bar_scoped" {
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("endpoints_address_unknown"), knownvalue.Int64Exact(2)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("endpoint_count"), knownvalue.Int64Exact(0)),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("baseline_listener_count"), knownvalue.Int64Exact(14)),
+					// Routes, as the conformance module's TestRoutesSeed checks against Istio's: the seed's four
+					// HTTP services share route 80 (with allow_any, 5 virtual hosts) without a Sidecar; foo's keeps
+					// istio-ingressgateway there, so 10 virtual hosts become 7 over the same 4 routes.
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("route_count"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo", tfjsonpath.New("virtual_host_count"), knownvalue.Int64Exact(10)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("virtual_host_count"), knownvalue.Int64Exact(7)),
+					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("routes"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact("15010"), knownvalue.StringExact("15014"), knownvalue.StringExact("80"),
+						knownvalue.StringExact("istio-ingressgateway.istio-system.svc.cluster.local:15021"),
+					})),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.foo_scoped", tfjsonpath.New("listeners"), knownvalue.ListPartial(map[int]knownvalue.Check{
 						0:  knownvalue.StringExact("0.0.0.0_15010"),
 						3:  knownvalue.StringExact("<istio-ingressgateway.istio-system VIP>_15012"),

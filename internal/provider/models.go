@@ -99,6 +99,10 @@ type proxyClustersDataSourceModel struct {
 	ListenerCount           types.Int64 `tfsdk:"listener_count"`
 	ListenersAddressUnknown types.Int64 `tfsdk:"listeners_address_unknown"`
 	BaselineListenerCount   types.Int64 `tfsdk:"baseline_listener_count"`
+	// Routes are the RDS route configuration names, sorted.
+	Routes                  types.List  `tfsdk:"routes"` //< types.String
+	RouteCount              types.Int64 `tfsdk:"route_count"`
+	VirtualHostCount        types.Int64 `tfsdk:"virtual_host_count"`
 	EndpointCount           types.Int64 `tfsdk:"endpoint_count"`
 	EndpointsAddressUnknown types.Int64 `tfsdk:"endpoints_address_unknown"`
 }
@@ -298,7 +302,17 @@ func (m proxyClustersDataSourceModel) proxy(ctx context.Context) (predict.Proxy,
 }
 
 // setPrediction stores a prediction and the counts for the same proxy without any Sidecar.
-func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls []predict.Listener, baseListeners int, eps []predict.Endpoint) diag.Diagnostics {
+func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Result, ls []predict.Listener, baseListeners int,
+	rs []predict.Route, eps []predict.Endpoint) diag.Diagnostics {
+	rnames := make([]string, len(rs))
+	vhosts := 0
+	for i, r := range rs {
+		rnames[i] = r.Name
+		vhosts += len(r.VirtualHosts)
+	}
+	m.Routes, _ = types.ListValueFrom(context.Background(), types.StringType, rnames)
+	m.RouteCount = types.Int64Value(int64(len(rs)))
+	m.VirtualHostCount = types.Int64Value(int64(vhosts))
 	epsUnknown := 0
 	for _, e := range eps {
 		if !e.AddressKnown {
