@@ -132,6 +132,12 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "The number of RDS route configurations.",
 				Computed:            true,
 			},
+			"virtual_hosts": schema.ListAttribute{
+				MarkdownDescription: "The virtual hosts of every route configuration as `<route>/<virtual host>`, sorted, for example " +
+					"`80/reviews.bookinfo.svc.cluster.local:80` and `80/allow_any`; a route without virtual hosts is its name alone.",
+				ElementType: types.StringType,
+				Computed:    true,
+			},
 			"virtual_host_count": schema.Int64Attribute{
 				MarkdownDescription: "The number of virtual hosts over every route configuration, catch-alls included.",
 				Computed:            true,

@@ -133,6 +133,19 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 // pushedAsPredicted reads the clusters and listeners data source meshscope_proxy_clusters.<name>
 // predicted from the state, and waits up to testenv.PushTimeout for istiod to push exactly those
 // to the proxy (CDS, then LDS), on a new connection each look. It returns the predicted clusters.
+// listAttr reads a list attribute of a resource's flat state.
+func listAttr(attrs map[string]string, name string) ([]string, error) {
+	n, err := strconv.Atoi(attrs[name+".#"])
+	if err != nil {
+		return nil, fmt.Errorf("%s.# = %q: %w", name, attrs[name+".#"], err)
+	}
+	out := make([]string, n)
+	for k := range out {
+		out[k] = attrs[fmt.Sprintf("%s.%d", name, k)]
+	}
+	return out, nil
+}
+
 func pushedAsPredicted(s *terraform.State, cp xdsprobe.ControlPlane, name string, proxy xdsprobe.Proxy) ([]string, error) {
 	rs := s.RootModule().Resources["data.meshscope_proxy_clusters."+name]
 	if rs == nil {
@@ -166,6 +179,27 @@ func pushedAsPredicted(s *terraform.State, cp xdsprobe.ControlPlane, name string
 	lds := xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy, TypeURL: xdsprobe.ListenerType}
 	if _, err := testenv.WaitPushed(ctx, lds, testenv.Exactly(listeners)); err != nil {
 		return predicted, fmt.Errorf("istiod never pushed the %d listeners meshscope predicted: %w", len(listeners), err)
+	}
+	// The routes: asked for by name, as Envoy asks for those its listeners name; each virtual
+	// host as "ROUTE/VHOST".
+	routes, err := listAttr(rs.Primary.Attributes, "routes")
+	if err != nil {
+		return predicted, fmt.Errorf("data source %s: %w", name, err)
+	}
+	vhosts, err := listAttr(rs.Primary.Attributes, "virtual_hosts")
+	if err != nil {
+		return predicted, fmt.Errorf("data source %s: %w", name, err)
+	}
+	if len(routes) == 0 {
+		// Nothing to ask for: an RDS request without names is a wildcard istiod does not answer.
+		if len(vhosts) != 0 {
+			return predicted, fmt.Errorf("data source %s: %d virtual hosts but no routes", name, len(vhosts))
+		}
+		return predicted, nil
+	}
+	rds := xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy, TypeURL: xdsprobe.RouteType, Routes: routes}
+	if _, err := testenv.WaitPushed(ctx, rds, testenv.Exactly(vhosts)); err != nil {
+		return predicted, fmt.Errorf("istiod never pushed the %d virtual hosts meshscope predicted: %w", len(vhosts), err)
 	}
 	return predicted, nil
 }

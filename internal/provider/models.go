@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,6 +103,7 @@ type proxyClustersDataSourceModel struct {
 	// Routes are the RDS route configuration names, sorted.
 	Routes                  types.List  `tfsdk:"routes"` //< types.String
 	RouteCount              types.Int64 `tfsdk:"route_count"`
+	VirtualHosts            types.List  `tfsdk:"virtual_hosts"` //< types.String
 	VirtualHostCount        types.Int64 `tfsdk:"virtual_host_count"`
 	EndpointCount           types.Int64 `tfsdk:"endpoint_count"`
 	EndpointsAddressUnknown types.Int64 `tfsdk:"endpoints_address_unknown"`
@@ -306,11 +308,20 @@ func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Resu
 	rs []predict.Route, eps []predict.Endpoint) diag.Diagnostics {
 	rnames := make([]string, len(rs))
 	vhosts := 0
+	vnames := []string{} // an empty list, not null, for a proxy without routes
 	for i, r := range rs {
 		rnames[i] = r.Name
 		vhosts += len(r.VirtualHosts)
+		if len(r.VirtualHosts) == 0 {
+			vnames = append(vnames, r.Name)
+		}
+		for _, vh := range r.VirtualHosts {
+			vnames = append(vnames, r.Name+"/"+vh.Name)
+		}
 	}
+	slices.Sort(vnames)
 	m.Routes, _ = types.ListValueFrom(context.Background(), types.StringType, rnames)
+	m.VirtualHosts, _ = types.ListValueFrom(context.Background(), types.StringType, vnames)
 	m.RouteCount = types.Int64Value(int64(len(rs)))
 	m.VirtualHostCount = types.Int64Value(int64(vhosts))
 	epsUnknown := 0

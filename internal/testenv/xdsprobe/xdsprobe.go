@@ -31,6 +31,7 @@ import (
 const (
 	ClusterType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 	ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	RouteType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 )
 
 // Proxy describes the sidecar the probe pretends to be. Namespace, Name and IP are required.
@@ -219,11 +220,12 @@ func Dial(ctx context.Context, cp ControlPlane, p Proxy) (*Stream, error) {
 	return DialType(ctx, cp, p, ClusterType)
 }
 
-// DialType is Dial for the pushes of one type, ClusterType or ListenerType. As Envoy does, the
-// stream subscribes to CDS first, and to LDS after it.
-func DialType(ctx context.Context, cp ControlPlane, p Proxy, typeURL string) (*Stream, error) {
-	if typeURL != ClusterType && typeURL != ListenerType {
-		return nil, fmt.Errorf("xdsprobe: type %q is neither CDS nor LDS", typeURL)
+// DialType is Dial for the pushes of one type, ClusterType, ListenerType or RouteType. As Envoy
+// does, the stream subscribes to CDS first, then to LDS, then to RDS for routes, the route
+// configurations its listeners ask for.
+func DialType(ctx context.Context, cp ControlPlane, p Proxy, typeURL string, routes ...string) (*Stream, error) {
+	if typeURL != ClusterType && typeURL != ListenerType && typeURL != RouteType {
+		return nil, fmt.Errorf("xdsprobe: type %q is not CDS, LDS or RDS", typeURL)
 	}
 	if p.ClusterID == "" {
 		p.ClusterID = cp.ClusterID
@@ -250,10 +252,16 @@ func DialType(ctx context.Context, cp ControlPlane, p Proxy, typeURL string) (*S
 		s.Close()
 		return nil, fmt.Errorf("xdsprobe: send CDS request to %s: %w", cp.XDSAddr, err)
 	}
-	if typeURL == ListenerType {
+	if typeURL != ClusterType {
 		if err := stream.Send(&discoveryv3.DiscoveryRequest{TypeUrl: ListenerType}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("xdsprobe: send LDS request to %s: %w", cp.XDSAddr, err)
+		}
+	}
+	if typeURL == RouteType {
+		if err := stream.Send(&discoveryv3.DiscoveryRequest{TypeUrl: RouteType, ResourceNames: routes}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("xdsprobe: send RDS request to %s: %w", cp.XDSAddr, err)
 		}
 	}
 	return s, nil
@@ -281,6 +289,14 @@ func (s *Stream) Next() (Push, error) {
 		}
 		names := make([]string, 0, len(resp.GetResources()))
 		for _, r := range resp.GetResources() {
+			if s.typeURL == RouteType {
+				lines, err := routeLines(r.GetValue())
+				if err != nil {
+					return Push{}, err
+				}
+				names = append(names, lines...)
+				continue
+			}
 			if s.typeURL == ListenerType {
 				name, err := listenerName(r.GetValue())
 				if err != nil {
@@ -396,13 +412,16 @@ func (w *Watcher) Close() { w.s.Close() }
 type Fresh struct {
 	ControlPlane ControlPlane
 	Proxy        Proxy
-	// TypeURL is the type of the push Latest returns: ClusterType when empty, or ListenerType.
+	// TypeURL is the type of the push Latest returns: ClusterType when empty, ListenerType or
+	// RouteType.
 	TypeURL string
+	// Routes are the route configurations a RouteType probe asks for.
+	Routes []string
 }
 
 // Latest connects, takes istiod's first push and disconnects.
 func (f Fresh) Latest(ctx context.Context) (Push, error) {
-	s, err := DialType(ctx, f.ControlPlane, f.Proxy, or(f.TypeURL, ClusterType))
+	s, err := DialType(ctx, f.ControlPlane, f.Proxy, or(f.TypeURL, ClusterType), f.Routes...)
 	if err != nil {
 		return Push{}, err
 	}
@@ -433,6 +452,51 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// routeLines reads an encoded envoy.config.route.v3.RouteConfiguration (name 1, virtual_hosts 2,
+// each a VirtualHost with name 1) as one "ROUTE/VHOST" per virtual host, or "ROUTE" when it has
+// none: the form of the data source's virtual_hosts.
+func routeLines(b []byte) ([]string, error) {
+	name := ""
+	var vhosts []string
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, fmt.Errorf("xdsprobe: decode route: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if (num == 1 || num == 2) && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, fmt.Errorf("xdsprobe: decode route: %w", protowire.ParseError(m))
+			}
+			b = b[m:]
+			if num == 1 {
+				name = string(v)
+				continue
+			}
+			vh, err := listenerName(v) // a VirtualHost's name is field 1 too
+			if err != nil {
+				return nil, fmt.Errorf("xdsprobe: decode virtual host: %w", err)
+			}
+			vhosts = append(vhosts, vh)
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return nil, fmt.Errorf("xdsprobe: decode route: %w", protowire.ParseError(m))
+		}
+		b = b[m:]
+	}
+	if len(vhosts) == 0 {
+		return []string{name}, nil
+	}
+	out := make([]string, len(vhosts))
+	for i, vh := range vhosts {
+		out[i] = name + "/" + vh
+	}
+	return out, nil
 }
 
 // listenerName reads field 1, the name, of an encoded envoy.config.listener.v3.Listener. The
