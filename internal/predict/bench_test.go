@@ -76,3 +76,34 @@ func BenchmarkPredict(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoutesUnscoped predicts the routes of one proxy without a Sidecar in a 10,000-service
+// mesh: route 80 holds a virtual host for every service, the worst case of proxy-config route.
+// BenchmarkListenersUnscoped is the same proxy's listeners, side by side.
+func BenchmarkRoutesUnscoped(b *testing.B) {
+	benchUnscoped(b, func(p *Predictor, px Proxy) int { return len(p.Routes(px)) })
+}
+
+func BenchmarkListenersUnscoped(b *testing.B) {
+	benchUnscoped(b, func(p *Predictor, px Proxy) int { return len(p.Listeners(px)) })
+}
+
+func benchUnscoped(b *testing.B, run func(*Predictor, Proxy) int) {
+	inv := mesh.New()
+	if err := inv.AddYAML("gen", []byte(genMesh(1000, 10))); err != nil {
+		b.Fatal(err)
+	}
+	inv = inv.WithoutSidecars(func(*mesh.Sidecar) bool { return true })
+	p, err := New(inv, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := Proxy{Namespace: "ns-0", Labels: map[string]string{"app": "app-0"}}
+	b.ResetTimer()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if run(p, px) == 0 {
+			b.Fatal("nothing predicted")
+		}
+	}
+}
