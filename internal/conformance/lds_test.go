@@ -145,14 +145,18 @@ func TestListenersHandWritten(t *testing.T) {
 }
 
 // TestListenersRandom compares the listeners of every proxy of the random meshes.
-func TestListenersRandom(t *testing.T) {
+func TestListenersRandom(t *testing.T) { eachRandomMesh(t, compareListeners) }
+
+// eachRandomMesh runs compare on every random mesh of the flags and names the seeds on which
+// some proxy disagreed.
+func eachRandomMesh(t *testing.T, compare func(t testing.TB, label, meshYAML string, proxies []Proxy) int) {
 	requireCLI(t)
 	var failed []string
 	for i := 0; i < *flagMeshes; i++ {
 		seed := *flagSeed + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			m := GenerateMesh(seed)
-			if bad := compareListeners(t, fmt.Sprintf("seed=%d", seed), m.YAML, m.Proxies); bad > 0 {
+			if bad := compare(t, fmt.Sprintf("seed=%d", seed), m.YAML, m.Proxies); bad > 0 {
 				failed = append(failed, fmt.Sprintf("%d(%d/%d)", seed, bad, len(m.Proxies)))
 			}
 		})

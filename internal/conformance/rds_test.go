@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -103,10 +102,15 @@ func TestRoutesHandWritten(t *testing.T) {
 	}
 }
 
-// TestRouteCases compares the routes on the listener cases (binds, capture modes, ServiceEntry
-// addresses, conflicts on a port).
+// TestRouteCases compares the routes on the route cases and on the listener cases (binds,
+// capture modes, ServiceEntry addresses).
 func TestRouteCases(t *testing.T) {
 	requireCLI(t)
+	for _, c := range rdsCases() {
+		t.Run(c.name, func(t *testing.T) {
+			compareRoutes(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
+		})
+	}
 	for _, c := range ldsCases() {
 		t.Run(c.name, func(t *testing.T) {
 			compareRoutes(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
@@ -115,22 +119,7 @@ func TestRouteCases(t *testing.T) {
 }
 
 // TestRoutesRandom compares the routes of every proxy of the random meshes.
-func TestRoutesRandom(t *testing.T) {
-	requireCLI(t)
-	var failed []string
-	for i := 0; i < *flagMeshes; i++ {
-		seed := *flagSeed + uint64(i)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			m := GenerateMesh(seed)
-			if bad := compareRoutes(t, fmt.Sprintf("seed=%d", seed), m.YAML, m.Proxies); bad > 0 {
-				failed = append(failed, fmt.Sprintf("%d(%d/%d)", seed, bad, len(m.Proxies)))
-			}
-		})
-	}
-	if len(failed) > 0 {
-		t.Errorf("mismatching seeds: %s", strings.Join(failed, " "))
-	}
-}
+func TestRoutesRandom(t *testing.T) { eachRandomMesh(t, compareRoutes) }
 
 // rdsCase is a mesh for the route rules (R58-R61) that the other suites reach rarely: the
 // conflicts on a bound port that drop or replace a route, a VirtualService host that names no
@@ -164,6 +153,10 @@ kind: Service
 metadata: {name: e-alias, namespace: bar, creationTimestamp: "2025-01-01T00:00:04Z"}
 spec: {type: ExternalName, externalName: b-http.bar.svc.cluster.local, ports: [{name: http, port: 7080}]}
 `
+
+func (c rdsCase) mesh(t *testing.T) string {
+	return joinYAML(append([]string{readFile(t, "testdata/seed/before.yaml")}, c.extra...)...)
+}
 
 func rdsCases() []rdsCase {
 	return []rdsCase{
@@ -231,7 +224,7 @@ spec:
 func TestRouteCasesIstio(t *testing.T) {
 	for _, c := range rdsCases() {
 		t.Run(c.name, func(t *testing.T) {
-			inv, err := ParseInventory(joinYAML(append([]string{readFile(t, "testdata/seed/before.yaml")}, c.extra...)...))
+			inv, err := ParseInventory(c.mesh(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,16 +246,6 @@ func TestRouteCasesIstio(t *testing.T) {
 					}
 				}
 			}
-		})
-	}
-}
-
-// TestRouteCasesMeshscope compares meshscope's routes with Istio's on the route cases.
-func TestRouteCasesMeshscope(t *testing.T) {
-	requireCLI(t)
-	for _, c := range rdsCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareRoutes(t, c.name+" ["+c.rules+"]", joinYAML(append([]string{readFile(t, "testdata/seed/before.yaml")}, c.extra...)...), c.proxies)
 		})
 	}
 }
