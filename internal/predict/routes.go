@@ -363,7 +363,7 @@ func (rb *rdsBuilder) virtualHosts(port int) []VirtualHost {
 			rs.ports = []svcPort{s.ports[i]}
 		}
 		rs.aliases = rb.aliases(l, s.svc)
-		rs.addrs = rb.vhostAddresses(l, s.svc)
+		rs.addrs = rb.vhostAddresses(s.svc)
 		if _, ok := byName[rs.host]; !ok {
 			order = append(order, rs.host)
 		}
@@ -728,7 +728,7 @@ func (ix *index) aliasIndex() map[string][]aliasRef {
 // vhostAddresses are the service's addresses a virtual host matches (GetAllAddressesForProxy):
 // a Kubernetes Service's cluster IP (its placeholder when the inventory lacks it), the
 // ServiceEntry address istiod keeps for the host.
-func (rb *rdsBuilder) vhostAddresses(l *listener, s *service) []string {
+func (rb *rdsBuilder) vhostAddresses(s *service) []string {
 	if s.k8s {
 		switch s.vip {
 		case "None":
