@@ -289,3 +289,45 @@ func TestClusters_WarnsWhatIsNotModelled(t *testing.T) {
 		t.Errorf("changes %+v", doc.Changes)
 	}
 }
+
+// TestDiff_NamesUnreachedCalls: a head Sidecar that names two ServiceEntries without addresses
+// on one TCP port imports both, but the first one's filter chain takes every call on the shared
+// listener (R58, R62): the diff names the call to the second.
+func TestDiff_NamesUnreachedCalls(t *testing.T) {
+	ses := `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cache-a, namespace: foo, creationTimestamp: "2025-01-01T00:00:01Z"}
+spec: {hosts: [cache-a.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cache-b, namespace: foo, creationTimestamp: "2025-01-01T00:00:02Z"}
+spec: {hosts: [cache-b.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
+`
+	sidecar := `apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: test-app, namespace: foo}
+spec:
+  workloadSelector: {labels: {app: test-app}}
+  egress: [{hosts: [foo/cache-a.example.com, foo/cache-b.example.com, istio-system/*]}]
+`
+	mesh := fixture.Seed + "\n---\n" + ses
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + "\n---\n" + sidecar})
+	code, out, errs := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
+	if code != ExitChanged {
+		t.Fatalf("diff: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Changes []DiffRow `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Changes) != 1 || len(doc.Changes[0].UnreachedCalls) != 1 ||
+		!strings.HasPrefix(doc.Changes[0].UnreachedCalls[0], "cache-b.example.com:6379: listener 0.0.0.0_6379 sends TCP to cache-a.example.com") {
+		t.Errorf("changes %+v", doc.Changes)
+	}
+	if _, table, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head"); !strings.Contains(table, "foo/Deployment/test-app to cache-b.example.com:6379: listener 0.0.0.0_6379 sends TCP to cache-a.example.com") {
+		t.Errorf("the table does not name the unreached call:\n%s", table)
+	}
+}

@@ -171,6 +171,10 @@ type DiffRow struct {
 	// ListenerEnvoyFilters name the EnvoyFilters whose listener patches can add, remove or rename
 	// the workload's listeners, which the listener counts leave out (R56); absent when none does.
 	ListenerEnvoyFilters []string `json:"listener_envoy_filters,omitempty"`
+	// UnreachedCalls are the calls the head tree's Sidecar names for the workload that do not
+	// reach their service through its listeners and routes (R62), "host:port: why"; absent
+	// when every one does.
+	UnreachedCalls []string `json:"unreached_calls,omitempty"`
 	// Sidecar is set when the workload runs a sidecar in one tree only: it then gains (before 0)
 	// or loses (after 0) every cluster, and this says why.
 	Sidecar string `json:"sidecar_change,omitempty"`
@@ -216,6 +220,9 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
 		RemovedClusters: capped(rv.RemovedClusters), RemovedClusterCount: len(rv.RemovedClusters),
 		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, ListenerEnvoyFilters: c.ListenerPatches, Sidecar: c.Sidecar, NotModelled: c.NotModelled,
+	}
+	for _, u := range c.Unreached {
+		row.UnreachedCalls = append(row.UnreachedCalls, fmt.Sprintf("%s:%d: %s", u.Host, u.Port, u.Why))
 	}
 	if c.Cut != nil {
 		cuts := cutCalls(c.Cut)
@@ -487,8 +494,24 @@ func totalsSentence(rows []DiffRow) string {
 		out += fmt.Sprintf(" EnvoyFilters patch the listeners of %s in ways meshscope does not apply (%s): their listener counts may differ from istiod's by those patches.",
 			plural(n, "of these workloads", "of these workloads"), strings.Join(slices.Sorted(maps.Keys(listenerPatched)), "; "))
 	}
+	var unreached []string
+	for _, r := range rows {
+		for _, u := range r.UnreachedCalls {
+			unreached = append(unreached, r.Namespace+"/"+r.Workload+" to "+u)
+		}
+	}
+	if len(unreached) > 0 {
+		if len(unreached) > unreachedListed {
+			unreached = append(unreached[:unreachedListed], fmt.Sprintf("and %d more (unreached_calls in -o json)", len(unreached)-unreachedListed))
+		}
+		out += fmt.Sprintf(" Calls the head tree's Sidecars name would not reach their service through the proxies' listeners and routes: %s.",
+			strings.Join(unreached, "; "))
+	}
 	return out
 }
+
+// unreachedListed is how many unreached calls the totals sentence names.
+const unreachedListed = 5
 
 // sidecarChangesListed is how many workloads that start or stop running a sidecar the totals
 // sentence names.

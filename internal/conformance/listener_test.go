@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"istio.io/istio/pilot/test/xds"
+
+	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 )
 
 // istioOutboundFilters returns the network filters of every filter chain of the proxy's
@@ -105,5 +107,67 @@ spec:
 				t.Errorf("filters of the port 81 listeners: %v; want %s", got, tcp)
 			}
 		})
+	}
+}
+
+// istioMatchAllTCPClusters lists, for the proxy's listeners on port, the clusters of the tcp_proxy
+// filters of the filter chains that match every connection: where a TCP call on that listener
+// goes whatever its destination.
+func istioMatchAllTCPClusters(t *testing.T, inventoryYAML string, px Proxy, port string) []string {
+	t.Helper()
+	inv, err := ParseInventory(inventoryYAML)
+	if err != nil {
+		t.Fatalf("inventory: %v", err)
+	}
+	s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{KubernetesObjects: inv.KubeObjects, Configs: inv.Configs, MeshConfig: inv.Mesh})
+	pod, err := inv.FindPod(px)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range s.Listeners(setupProxy(s, pod)) {
+		if !strings.HasSuffix(l.GetName(), "_"+port) {
+			continue
+		}
+		for _, fc := range l.GetFilterChains() {
+			if m := fc.GetFilterChainMatch(); m != nil && (len(m.GetApplicationProtocols()) > 0 || len(m.GetServerNames()) > 0 ||
+				len(m.GetPrefixRanges()) > 0 || m.GetTransportProtocol() != "" || m.GetDestinationPort() != nil) {
+				continue
+			}
+			for _, f := range fc.GetFilters() {
+				if f.GetName() != "envoy.filters.network.tcp_proxy" {
+					continue
+				}
+				var tp tcpproxy.TcpProxy
+				if err := f.GetTypedConfig().UnmarshalTo(&tp); err != nil {
+					t.Fatalf("tcp_proxy of %s: %v", l.GetName(), err)
+				}
+				out = append(out, l.GetName()+"\t"+tp.GetCluster())
+			}
+		}
+	}
+	return out
+}
+
+// TestIstioSharedTCPPort pins the Istio behaviour behind the trace's shared-port rule (R58,
+// R62; predict TestTrace, the provider's "Declared Call Not Reached" warning): two
+// ServiceEntries without addresses on one TCP port share 0.0.0.0_<port>, and the first one's
+// filter chain, which matches every connection, is the only one: calls to the second reach the
+// first.
+func TestIstioSharedTCPPort(t *testing.T) {
+	mesh := joinYAML(readFile(t, "testdata/seed/before.yaml"), `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cache-a, namespace: foo, creationTimestamp: "2025-01-01T00:00:01Z"}
+spec: {hosts: [cache-a.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cache-b, namespace: foo, creationTimestamp: "2025-01-01T00:00:02Z"}
+spec: {hosts: [cache-b.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
+`)
+	got := istioMatchAllTCPClusters(t, mesh, seedProxyFoo, "6379")
+	want := []string{"0.0.0.0_6379\toutbound|6379||cache-a.example.com"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Istio's match-all TCP chains on port 6379: %q, want %q", got, want)
 	}
 }

@@ -2,7 +2,7 @@
 // proxy, as istiod builds them (Istio 1.31 by default), from an inventory.
 // It imports nothing from Terraform.
 //
-// Each rule of istiod it models has an ID (R1 to R61), an entry in the rule catalogue,
+// Each rule of istiod it models has an ID (R1 to R62), an entry in the rule catalogue,
 // RULES.md beside this file (what istiod does, the Istio function, ours, the tests),
 // and a tag at its code.
 package predict

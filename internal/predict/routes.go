@@ -36,6 +36,9 @@ type VirtualHost struct {
 	// Service is the registry host the virtual host is for, "" for a VirtualService host that
 	// matches no service and for the catch-all.
 	Service string `json:"service,omitempty"`
+	// VirtualService is "namespace/name" of the VirtualService whose routes the virtual host
+	// holds, "" for a service's default route.
+	VirtualService string `json:"virtual_service,omitempty"`
 }
 
 // Catch-all virtual host names (istio networking/util: Passthrough, BlackHole, AllowAnyDynamicDNS).
@@ -334,6 +337,8 @@ type vhostWrapper struct {
 	port     int
 	services []*rdsService
 	vsHosts  []string
+	// vs is "namespace/name" of the VirtualService, "" for a default route.
+	vs string
 }
 
 // virtualHosts is R59, BuildSidecarOutboundVirtualHosts: the virtual hosts of the routes on
@@ -398,7 +403,7 @@ func (rb *rdsBuilder) virtualHosts(port int) []VirtualHost {
 		}
 		sort.Ints(ports)
 		for _, p := range ports {
-			wrappers = append(wrappers, vhostWrapper{port: p, services: byPort[p], vsHosts: vsHosts})
+			wrappers = append(wrappers, vhostWrapper{port: p, services: byPort[p], vsHosts: vsHosts, vs: e.cfg.Namespace + "/" + e.cfg.Name})
 			for _, rs := range byPort[p] {
 				wrapped[rs.host] = true
 			}
@@ -491,7 +496,7 @@ func (rb *rdsBuilder) virtualHosts(port int) []VirtualHost {
 		if len(kept) == 0 {
 			return
 		}
-		vh := VirtualHost{Name: name, Domains: kept}
+		vh := VirtualHost{Name: name, Domains: kept, VirtualService: w.vs}
 		if rs != nil {
 			vh.Service = rs.svc.host
 		}

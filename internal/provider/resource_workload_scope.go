@@ -460,6 +460,7 @@ func (r *workloadScopeResource) compileScope(ctx context.Context, m *workloadSco
 	rv := r.data.reviewer.Scope(decl, res, ev)
 	addNoSidecar(&diags, rv, decl)
 	addRisks(&diags, rv.Workloads, scopeWarned(problems), r.data.predictOpts.DomainSuffix)
+	addUnreached(&diags, rv.Workloads, deps)
 	diags.Append(evDiags...)
 	if ev != nil {
 		addObserved(&diags, r.data.evidence, ev.Span(), rv.Workloads, r.data.reviewHostLimit)

@@ -429,6 +429,27 @@ resource "meshscope_workload_scope" "x" {
 			attr:    "dependencies",
 			detail:  `"kube-system/\*" declares port 8080, but no service in namespace "kube-system" exposes it`,
 		},
+		"two ServiceEntries without addresses share a TCP port": {
+			extra: []string{heredoc(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cache-a, namespace: foo, creationTimestamp: "2025-01-01T00:00:01Z"}
+spec: {hosts: [cache-a.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cache-b, namespace: foo, creationTimestamp: "2025-01-01T00:00:02Z"}
+spec: {hosts: [cache-b.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "cache-a.example.com" }, { service = "cache-b.example.com" }]
+}`,
+			// Both share 0.0.0.0_6379, whose first filter chain matches every connection (R58, R62).
+			summary: "Declared Call Not Reached",
+			attr:    "dependencies",
+			detail:  `a call from "foo/Deployment/test-app" to cache-b\.example\.com port 6379 would not reach the service: listener 0\.0\.0\.0_6379 sends TCP to cache-a\.example\.com`,
+		},
 		"REGISTRY_ONLY with an ExternalName dependency no ServiceEntry covers": {
 			extra: []string{externalName},
 			config: `

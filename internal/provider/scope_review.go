@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -77,6 +78,25 @@ func checkBudget(diags *diag.Diagnostics, budget types.Int64, s *review.Scope, d
 			fmt.Sprintf("The workload %q would hold %d Envoy clusters under this scope (%d today), over max_clusters = %d. "+
 				"Narrow dependencies (list their ports to make the Sidecar port-level), or raise max_clusters.",
 				rv.Key, rv.After, rv.Before, limit))
+	}
+}
+
+// addUnreached reports, on the dependency's element, each declared call that a governed workload
+// would not get through to its service (R62).
+func addUnreached(diags *diag.Diagnostics, ws []review.Workload, deps []attr.Value) {
+	for _, w := range ws {
+		for _, c := range w.Unreached {
+			p := path.Root("dependencies")
+			if c.Dependency >= 0 && c.Dependency < len(deps) {
+				p = p.AtSetValue(deps[c.Dependency])
+			}
+			diags.AddAttributeWarning(p, review.CodeCallNotReached.Summary(),
+				fmt.Sprintf("Under this scope, a call from %q to %s port %d would not reach the service: %s. "+
+					"The dependency is declared, but the proxy's configuration does not route the call to it. "+
+					"Follow it with `terraform-provider-meshscope proxy-config listener` and `route` for this workload; "+
+					"a ServiceEntry without addresses shares its TCP port's listener with every other such ServiceEntry, "+
+					"so give it addresses (or another port).", w.Key, c.Host, c.Port, c.Why))
+		}
 	}
 }
 

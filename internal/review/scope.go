@@ -53,6 +53,16 @@ type Workload struct {
 	// ListenerPatches name the EnvoyFilters whose listener patches can add, remove or rename
 	// the workload's listeners under the scope, which the listener counts leave out (R56).
 	ListenerPatches []string
+	// Unreached are the declared calls that, followed through the workload's listeners and
+	// routes under the scope (R62), do not reach their service.
+	Unreached []TracedCall
+}
+
+// TracedCall is a declared call followed from a workload.
+type TracedCall struct {
+	predict.Call
+	// Dependency is the call's position in the declaration's dependencies.
+	Dependency int
 }
 
 // Scope is the review of one scope.
@@ -111,6 +121,7 @@ func (r *Reviewer) Scope(decl scope.Declaration, res *scope.Result, ev *traffic.
 		}
 	}
 	s.ExpectedClusters = expectedClusters(head, decl, s.Workloads)
+	traceCalls(head, res.Calls, s.Workloads)
 	if ev != nil {
 		r.observe(ev, head, decl, s.Workloads)
 	}
@@ -140,6 +151,34 @@ func selected(base, head *predict.Predictor, decl scope.Declaration, sidecarKey 
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Workload, b.Workload))
 	})
 	return out
+}
+
+// traceCalls follows every declared call from each workload the scope governs, under the
+// scope, and keeps those that do not reach their service.
+func traceCalls(head *predict.Predictor, calls []scope.Call, ws []Workload) {
+	if len(calls) == 0 {
+		return
+	}
+	var hps []predict.HostPort
+	var deps []int
+	for _, c := range calls {
+		if len(c.Ports) == 0 {
+			hps, deps = append(hps, predict.HostPort{Host: c.Host}), append(deps, c.Index)
+		}
+		for _, p := range c.Ports {
+			hps, deps = append(hps, predict.HostPort{Host: c.Host, Port: int(p)}), append(deps, c.Index)
+		}
+	}
+	for i := range ws {
+		if !ws[i].Governed {
+			continue
+		}
+		for _, c := range head.Trace(ws[i].Proxy.Proxy(), hps) {
+			if !c.Reached {
+				ws[i].Unreached = append(ws[i].Unreached, TracedCall{Call: c, Dependency: deps[c.Index]})
+			}
+		}
+	}
 }
 
 func expectedClusters(head *predict.Predictor, decl scope.Declaration, ws []Workload) int {

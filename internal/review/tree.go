@@ -57,6 +57,9 @@ type Change struct {
 	// Rerouted are, with evidence, the workload's observed calls that reach their host through a
 	// VirtualService of another host which the head tree drops and the base tree keeps.
 	Rerouted []ReroutedCall
+	// Unreached are the calls the head tree's Sidecar names for the workload (its exact egress
+	// hosts) that, followed through its listeners and routes, do not reach their service (R62).
+	Unreached []predict.Call
 }
 
 // Each calls fn with each workload of either tree whose cluster list changes, sorted by
@@ -125,6 +128,13 @@ func (t *Tree) Each(fn func(Change) error) error {
 			c.ListenerPatches = t.head.ListenerPatches(s.head.Proxy())
 			if w := t.head.Census().Lookup(k.ns, k.name); w != nil {
 				c.NotModelled = w.NotModelled
+			}
+		}
+		if s.inHead {
+			for _, call := range t.head.Trace(s.head.Proxy(), t.head.SidecarCalls(s.head.Proxy())) {
+				if !call.Reached {
+					c.Unreached = append(c.Unreached, call)
+				}
 			}
 		}
 		if t.ev != nil && s.inHead {

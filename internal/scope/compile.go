@@ -32,6 +32,20 @@ type Result struct {
 	Manifest string
 	// EgressHosts are the sorted distinct egress hosts.
 	EgressHosts []string
+	// Calls are the declared dependencies that name one service host, resolved: what the
+	// review follows through the proxy's listeners and routes. Whole namespaces and
+	// ExternalName aliases are left out.
+	Calls []Call
+}
+
+// Call is a declared dependency on one service host.
+type Call struct {
+	// Index is the dependency's position in the declaration.
+	Index int
+	// Host is the service's host: a Kubernetes FQDN or a ServiceEntry host.
+	Host string
+	// Ports are the declared ports; none means every port of the host.
+	Ports []uint32
 }
 
 // target is a resolved dependency.
@@ -70,6 +84,13 @@ func Compile(inv *mesh.Inventory, d Declaration, opts Options) (*Result, []Probl
 	res, p := render(d, own, egress)
 	if p != nil {
 		return nil, append(probs, *p)
+	}
+	for _, t := range targets {
+		_, host, _ := strings.Cut(t.host, "/")
+		if host == "*" || t.aliasOf != "" {
+			continue
+		}
+		res.Calls = append(res.Calls, Call{Index: t.index, Host: host, Ports: t.ports})
 	}
 	return res, probs
 }
