@@ -49,6 +49,9 @@ func (p *Predictor) Trace(proxy Proxy, calls []HostPort) []Call {
 	if s := p.siblings[proxy.Version]; s != nil {
 		return s.Trace(proxy, calls)
 	}
+	if len(calls) == 0 {
+		return nil // no listeners to build
+	}
 	ix := p.ix
 	scope := p.scope(ix.sidecarFor(proxy), proxy.Namespace)
 	t := &tracer{
