@@ -294,16 +294,6 @@ func TestClusters_WarnsWhatIsNotModelled(t *testing.T) {
 // on one TCP port imports both, but the first one's filter chain takes every call on the shared
 // listener (R58, R62): the diff names the call to the second.
 func TestDiff_NamesUnreachedCalls(t *testing.T) {
-	ses := `apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: cache-a, namespace: foo, creationTimestamp: "2025-01-01T00:00:01Z"}
-spec: {hosts: [cache-a.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: cache-b, namespace: foo, creationTimestamp: "2025-01-01T00:00:02Z"}
-spec: {hosts: [cache-b.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
-`
 	sidecar := `apiVersion: networking.istio.io/v1
 kind: Sidecar
 metadata: {name: test-app, namespace: foo}
@@ -311,7 +301,7 @@ spec:
   workloadSelector: {labels: {app: test-app}}
   egress: [{hosts: [foo/cache-a.example.com, foo/cache-b.example.com, istio-system/*]}]
 `
-	mesh := fixture.Seed + "\n---\n" + ses
+	mesh := fixture.Seed + "\n---\n" + fixture.SharedTCPPort
 	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + "\n---\n" + sidecar})
 	code, out, errs := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
 	if code != ExitChanged {

@@ -153,9 +153,14 @@ type DiffRow struct {
 	Before    int     `json:"before"`
 	After     int     `json:"after"`
 	Delta     int     `json:"delta"` // After - Before
-	// ListenersBefore and ListenersAfter are the LDS listener counts of each proxy.
+	// ListenersBefore and ListenersAfter are the LDS listener counts of each proxy; routes and
+	// virtual hosts likewise count its RDS route configurations and their virtual hosts.
 	ListenersBefore     int            `json:"listeners_before"`
 	ListenersAfter      int            `json:"listeners_after"`
+	RoutesBefore        int            `json:"routes_before"`
+	RoutesAfter         int            `json:"routes_after"`
+	VirtualHostsBefore  int            `json:"virtual_hosts_before"`
+	VirtualHostsAfter   int            `json:"virtual_hosts_after"`
 	AddedHosts          []string       `json:"added_hosts"`
 	AddedHostCount      int            `json:"added_host_count"`
 	RemovedHosts        []string       `json:"removed_hosts"`
@@ -215,6 +220,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 	row := DiffRow{
 		Namespace: rv.Namespace, Workload: rv.Workload, Proxies: proxiesOf(c.Replicas), Before: rv.Before, After: rv.After, Delta: rv.After - rv.Before,
 		ListenersBefore: rv.ListenersBefore, ListenersAfter: rv.ListenersAfter,
+		RoutesBefore: rv.RoutesBefore, RoutesAfter: rv.RoutesAfter, VirtualHostsBefore: rv.VirtualHostsBefore, VirtualHostsAfter: rv.VirtualHostsAfter,
 		AddedHosts: capped(rv.AddedHosts), AddedHostCount: len(rv.AddedHosts),
 		RemovedHosts: capped(rv.RemovedHosts), RemovedHostCount: len(rv.RemovedHosts),
 		AddedClusters: capped(rv.AddedClusters), AddedClusterCount: len(rv.AddedClusters),
@@ -577,7 +583,7 @@ func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, notes, ver
 		fmt.Fprintln(w, "No proxy's cluster list changes.")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-		head := "NAMESPACE\tWORKLOAD\tPROXIES\tBEFORE\tAFTER\tDELTA\tLISTENERS\tHOSTS ADDED\tHOSTS REMOVED\tRISK"
+		head := "NAMESPACE\tWORKLOAD\tPROXIES\tBEFORE\tAFTER\tDELTA\tLISTENERS\tROUTES\tVHOSTS\tHOSTS ADDED\tHOSTS REMOVED\tRISK"
 		if obs != nil {
 			head += "\tOBSERVED CALLS CUT"
 		}
@@ -587,8 +593,8 @@ func writeDiffTable(w io.Writer, rows []DiffRow, obs *observedReview, notes, ver
 			if len(r.Risks) > 0 {
 				risk = strings.Join(riskMessages(r.Risks), "; ")
 			}
-			line := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s\t%d -> %d\t%s\t%s\t%s", r.Namespace, r.Workload, r.Proxies, r.Before, r.After, signed(r.Delta),
-				r.ListenersBefore, r.ListenersAfter, hostList(r.AddedHosts, r.AddedHostCount), hostList(r.RemovedHosts, r.RemovedHostCount), risk)
+			line := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s\t%d -> %d\t%d -> %d\t%d -> %d\t%s\t%s\t%s", r.Namespace, r.Workload, r.Proxies, r.Before, r.After, signed(r.Delta),
+				r.ListenersBefore, r.ListenersAfter, r.RoutesBefore, r.RoutesAfter, r.VirtualHostsBefore, r.VirtualHostsAfter, hostList(r.AddedHosts, r.AddedHostCount), hostList(r.RemovedHosts, r.RemovedHostCount), risk)
 			if obs != nil {
 				line += "\t" + cutList(r.ObservedCut, r.ObservedCutCount)
 			}
@@ -695,16 +701,16 @@ func writeDiffMarkdown(w io.Writer, rows []DiffRow, limit int, obs *observedRevi
 		slices.SortStableFunc(order, func(x, y DiffRow) int { return abs(y.Delta) - abs(x.Delta) })
 	}
 	if obs != nil {
-		b.WriteString("| Namespace | Workload | Proxies | Before | After | Delta | Listeners | Hosts added | Hosts removed | Observed calls cut |\n")
-		b.WriteString("|---|---|---:|---:|---:|---:|---:|---|---|---:|\n")
+		b.WriteString("| Namespace | Workload | Proxies | Before | After | Delta | Listeners | Routes | Virtual hosts | Hosts added | Hosts removed | Observed calls cut |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
 	} else {
-		b.WriteString("| Namespace | Workload | Proxies | Before | After | Delta | Listeners | Hosts added | Hosts removed |\n")
-		b.WriteString("|---|---|---:|---:|---:|---:|---:|---|---|\n")
+		b.WriteString("| Namespace | Workload | Proxies | Before | After | Delta | Listeners | Routes | Virtual hosts | Hosts added | Hosts removed |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	}
 	const tailRoom = 200 // for the "N more" line
 	for i, r := range order {
-		line := fmt.Sprintf("| %s | %s | %s | %d | %d | %s | %d → %d | %s | %s |\n", r.Namespace, r.Workload, r.Proxies, r.Before, r.After, signed(r.Delta),
-			r.ListenersBefore, r.ListenersAfter, mdHosts(r.AddedHosts, r.AddedHostCount), mdHosts(r.RemovedHosts, r.RemovedHostCount))
+		line := fmt.Sprintf("| %s | %s | %s | %d | %d | %s | %d → %d | %d → %d | %d → %d | %s | %s |\n", r.Namespace, r.Workload, r.Proxies, r.Before, r.After, signed(r.Delta),
+			r.ListenersBefore, r.ListenersAfter, r.RoutesBefore, r.RoutesAfter, r.VirtualHostsBefore, r.VirtualHostsAfter, mdHosts(r.AddedHosts, r.AddedHostCount), mdHosts(r.RemovedHosts, r.RemovedHostCount))
 		if obs != nil {
 			line = strings.TrimSuffix(line, "\n") + " " + mdCutCount(r) + " |\n"
 		}

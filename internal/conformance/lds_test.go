@@ -16,17 +16,9 @@ import (
 // every address a listener is named by is known to both.
 func compareListeners(t testing.TB, label, meshYAML string, proxies []Proxy) int {
 	t.Helper()
-	c := requireCLI(t)
-	inv, err := ParseInventory(meshYAML)
-	if err != nil {
-		t.Fatalf("%s: inventory: %v", label, err)
-	}
+	m := newStateUnderTest(t, label, meshYAML)
+	c, inv, paths := m.cli, m.inv, m.paths
 	istio := IstioListeners(t, inv, proxies)
-	state, err := inv.ClusterStateYAML()
-	if err != nil {
-		t.Fatalf("%s: %v", label, err)
-	}
-	paths := writeFiles(t, t.TempDir(), []string{state})
 	meshscopeEDS := IstioResult{}
 	for _, px := range proxies {
 		if inject.IgnoredNamespaces.Contains(px.Namespace) {
@@ -52,21 +44,54 @@ func compareListeners(t testing.TB, label, meshYAML string, proxies []Proxy) int
 			continue
 		}
 		eps := meshscopeEDS[px.Key()]
-		if d := FormatDiff(istioEDS[px.Key()], eps); d != "" {
-			saved := saveFailingMesh(t, label+"-state", state)
-			t.Errorf("%s: proxy %s: meshscope's endpoints disagree with Istio's\n%s  cluster state: %s\n  rerun: meshscope proxy-config endpoint -f %s --namespace %s --labels %s -o names",
-				label, px.Key(), d, saved, saved, px.Namespace, LabelString(px.Labels))
+		if m.disagree(px, "endpoint", "names", istioEDS[px.Key()], eps) {
 			bad++
 		}
 		got = resolveAlternatives(t, label, px, got, istio[px.Key()])
-		if d := FormatDiff(istio[px.Key()], got); d != "" {
-			saved := saveFailingMesh(t, label+"-state", state)
-			t.Errorf("%s: proxy %s: meshscope's listeners disagree with Istio's\n%s  cluster state: %s\n  rerun: meshscope proxy-config listener -f %s --namespace %s --labels %s -o names",
-				label, px.Key(), d, saved, saved, px.Namespace, LabelString(px.Labels))
+		if m.disagree(px, "listener", "names", istio[px.Key()], got) {
 			bad++
 		}
 	}
 	return bad
+}
+
+// stateUnderTest is a mesh as the compare functions check it: the inventory Istio reads, and
+// the cluster state, as the API server would hold it, written for the command line.
+type stateUnderTest struct {
+	t     testing.TB
+	label string
+	cli   CLI
+	inv   *Inventory
+	state string
+	paths []string
+}
+
+func newStateUnderTest(t testing.TB, label, meshYAML string) *stateUnderTest {
+	t.Helper()
+	c := requireCLI(t)
+	inv, err := ParseInventory(meshYAML)
+	if err != nil {
+		t.Fatalf("%s: inventory: %v", label, err)
+	}
+	state, err := inv.ClusterStateYAML()
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	return &stateUnderTest{t: t, label: label, cli: c, inv: inv, state: state, paths: writeFiles(t, t.TempDir(), []string{state})}
+}
+
+// disagree reports whether meshscope's lines for the proxy differ from Istio's, and when they
+// do, fails the test with the difference, the saved cluster state and the command to rerun.
+func (m *stateUnderTest) disagree(px Proxy, what, output string, istio, got []string) bool {
+	m.t.Helper()
+	d := FormatDiff(istio, got)
+	if d == "" {
+		return false
+	}
+	saved := saveFailingMesh(m.t, m.label+"-state", m.state)
+	m.t.Errorf("%s: proxy %s: meshscope's %s disagree with Istio's\n%s  cluster state: %s\n  rerun: meshscope proxy-config %s -f %s --namespace %s --labels %s -o %s",
+		m.label, px.Key(), what+"s", d, saved, what, saved, px.Namespace, LabelString(px.Labels), output)
+	return true
 }
 
 // resolveAlternatives checks each listener meshscope names "<a|b>_P", bound to one of several

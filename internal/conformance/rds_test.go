@@ -13,17 +13,9 @@ import (
 // cluster holds it. It returns the number of proxies that disagree.
 func compareRoutes(t testing.TB, label, meshYAML string, proxies []Proxy) int {
 	t.Helper()
-	c := requireCLI(t)
-	inv, err := ParseInventory(meshYAML)
-	if err != nil {
-		t.Fatalf("%s: inventory: %v", label, err)
-	}
-	istio := IstioRoutes(t, inv, proxies)
-	state, err := inv.ClusterStateYAML()
-	if err != nil {
-		t.Fatalf("%s: %v", label, err)
-	}
-	paths := writeFiles(t, t.TempDir(), []string{state})
+	m := newStateUnderTest(t, label, meshYAML)
+	c, paths := m.cli, m.paths
+	istio := IstioRoutes(t, m.inv, proxies)
 	bad := 0
 	for _, px := range proxies {
 		if inject.IgnoredNamespaces.Contains(px.Namespace) {
@@ -36,10 +28,7 @@ func compareRoutes(t testing.TB, label, meshYAML string, proxies []Proxy) int {
 			continue
 		}
 		got = resolveDomainAlternatives(got, istio[px.Key()])
-		if d := FormatDiff(istio[px.Key()], got); d != "" {
-			saved := saveFailingMesh(t, label+"-state", state)
-			t.Errorf("%s: proxy %s: meshscope's routes disagree with Istio's\n%s  cluster state: %s\n  rerun: meshscope proxy-config route -f %s --namespace %s --labels %s -o json",
-				label, px.Key(), d, saved, saved, px.Namespace, LabelString(px.Labels))
+		if m.disagree(px, "route", "json", istio[px.Key()], got) {
 			bad++
 		}
 	}

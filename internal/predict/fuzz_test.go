@@ -93,6 +93,7 @@ spec: {template: {metadata: {labels: {app: w}}}}
 				if len(routes) != len(asked) {
 					t.Fatalf("%s/%s: %d routes for %d route names the listeners ask for", w.Namespace, w.Name, len(routes), len(asked))
 				}
+				checkCounts(t, pr, w)
 				_ = pr.Endpoints(res)
 			}
 		}

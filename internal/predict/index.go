@@ -45,6 +45,9 @@ type index struct {
 	// aliases maps a concrete host to its ExternalName aliases (R60), built once and shared
 	// by the copies withInventory makes (they differ in Sidecars only).
 	aliases *aliasCache
+	// routeCounts are virtual host counts by route name, shared by the scopes whose routes
+	// are built from the same services and VirtualServices (RouteCount).
+	routeCounts *routeCountCache
 
 	// vsPrivate are, per namespace, its own VirtualServices exported to it (R23).
 	vsPrivate map[string][]*vsEntry
@@ -95,7 +98,7 @@ func (ix *index) nsVisible(ns string) bool {
 // DestinationRules and Sidecars.
 func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *index {
 	ix := &index{
-		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{},
+		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{}, routeCounts: &routeCountCache{},
 		defSvc:  istioconfig.DefaultExportTo(inv.Mesh.DefaultServiceExportTo),
 		defVS:   istioconfig.DefaultExportTo(inv.Mesh.DefaultVirtualServiceExportTo),
 		defDR:   map[string]bool{},

@@ -146,6 +146,10 @@ type ldsKey struct {
 type ldsCount struct {
 	plain   int
 	podKeys [][]*ldsOwner
+	// routes are the route names the plain keys' listeners ask for; podRoutes those of each
+	// of podKeys.
+	routes    []string
+	podRoutes [][]string
 }
 
 func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
@@ -158,7 +162,7 @@ func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
 	if c := sc.lds[i]; c != nil {
 		return c
 	}
-	b := &ldsBuilder{ix: ix, n: node{interceptNone: interceptNone}, all: true, keys: map[string]*ldsKey{}}
+	b := &ldsBuilder{ix: ix, n: node{interceptNone: interceptNone}, all: true, keys: map[string]*ldsKey{}, entries: map[string]*ldsEntry{}}
 	for _, l := range sc.egress {
 		b.egress(l)
 	}
@@ -166,8 +170,10 @@ func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
 	for _, name := range b.order {
 		if k := b.keys[name]; k.plain {
 			c.plain++
+			c.routes = append(c.routes, b.entries[name].routes()...)
 		} else {
 			c.podKeys = append(c.podKeys, k.owners)
+			c.podRoutes = append(c.podRoutes, b.entries[name].routes())
 		}
 	}
 	sc.lds[i] = c
@@ -332,29 +338,32 @@ func (s *service) passthroughAddress() bool {
 // when the manifest does not carry it; each address of a ServiceEntry (from Istio 1.31, through
 // the exact-host index, one of them that istiod picks arbitrarily: "<a|b>"); else the wildcard.
 func (b *ldsBuilder) addresses(l *listener, s *service) []endpoint {
+	if as := ownAddresses(s, l.allExact && b.ix.ver.ExactHostIndexOneAddress()); len(as) > 0 {
+		return as
+	}
+	return []endpoint{{addr: wildcardIPv4, known: true}}
+}
+
+// ownAddresses are the addresses a service is called at: a Kubernetes Service's cluster IP (a
+// placeholder when the inventory lacks it), a ServiceEntry's addresses. None for a headless
+// Service, an ExternalName Service or a ServiceEntry without addresses. oneOfMany names several
+// addresses as one placeholder, "<a|b>": istiod keeps one service per address for the host and
+// which one depends on the order its registry lists them in, which it does not fix.
+func ownAddresses(s *service, oneOfMany bool) []endpoint {
 	if s.k8s {
-		switch s.vip {
-		case "None":
-			return []endpoint{{addr: wildcardIPv4, known: true}}
-		case "":
-			if s.res == resDNSLB { // an ExternalName Service of a release without aliases
-				return []endpoint{{addr: wildcardIPv4, known: true}}
-			}
+		switch {
+		case s.vip == "None", s.vip == "" && (s.res == resDNSLB || s.res == resAlias):
+			return nil
+		case s.vip == "":
 			return []endpoint{{addr: "<" + s.attrName + "." + s.ns + " VIP>", known: false}}
 		}
 		return []endpoint{{addr: s.vip, known: true}}
 	}
-	if len(s.addrs) == 0 {
-		return []endpoint{{addr: wildcardIPv4, known: true}}
+	if oneOfMany && len(s.addrs) > 1 {
+		return []endpoint{{addr: "<" + strings.Join(s.addrs, "|") + ">", known: false}}
 	}
-	addrs := s.addrs
-	if l.allExact && b.ix.ver.ExactHostIndexOneAddress() && len(addrs) > 1 {
-		// istiod keeps one of the services, one per address, that tie in its index, and which
-		// one depends on the order its registry lists them in, which it does not fix.
-		return []endpoint{{addr: "<" + strings.Join(addrs, "|") + ">", known: false}}
-	}
-	out := make([]endpoint, len(addrs))
-	for i, a := range addrs {
+	out := make([]endpoint, len(s.addrs))
+	for i, a := range s.addrs {
 		out[i] = endpoint{addr: a, known: true}
 	}
 	return out
@@ -453,6 +462,7 @@ func (b *ldsBuilder) addOwned(s *service, addr string, known bool, port int, pro
 		} else if !k.plain {
 			k.owners = append(k.owners, own)
 		}
+		b.chains(s, name, addr, port, proto, cidr) // the routes the key's listener asks for
 		return
 	}
 	b.chains(s, name, addr, port, proto, cidr)

@@ -159,9 +159,9 @@ func countPrefix(xs []string, prefix string) int {
 	return n
 }
 
-// ListenerCount, which the reviews use, counts what Listeners lists, for every workload of
-// meshes with endpoint listeners of the proxy's own pods, Sidecars and a proxy that captures
-// nothing.
+// ListenerCount and RouteCount, which the reviews use, count what Listeners and Routes list, for
+// every workload of meshes with endpoint listeners of the proxy's own pods, Sidecars, a proxy
+// that captures nothing and VirtualServices that route by the caller's labels.
 func TestListenerCountIsListeners(t *testing.T) {
 	for _, extra := range [][]string{
 		nil,
@@ -178,16 +178,38 @@ spec: {egress: [{bind: 127.0.0.3, hosts: ["./*"]}, ]}`},
 kind: Deployment
 metadata: {name: raw, namespace: a}
 spec: {template: {metadata: {labels: {app: raw}, annotations: {sidecar.istio.io/interceptionMode: NONE}}}}`},
+		// Only web's proxies get the VirtualService's route, so only they lack the default
+		// virtual host of its host; raw is on no route of it at all.
+		{`apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: only-web, namespace: a}
+spec:
+  hosts: [vs-only.example.com]
+  http: [{match: [{sourceLabels: {app: web}}], route: [{destination: {host: web.a.svc.cluster.local}}]}]`},
 	} {
 		p := listenerPredictor(t, "", extra...)
 		for _, w := range p.WorkloadProxies() {
 			// twice: the second count reads the scope's cache
 			for range 2 {
-				if got, want := p.ListenerCount(w.Proxy()), len(p.Listeners(w.Proxy())); got != want {
-					t.Errorf("%s/%s: ListenerCount %d, Listeners %d", w.Namespace, w.Name, got, want)
-				}
+				checkCounts(t, p, w)
 			}
 		}
+	}
+}
+
+// checkCounts fails t when ListenerCount or RouteCount disagree with Listeners and Routes.
+func checkCounts(t *testing.T, p *Predictor, w WorkloadProxy) {
+	t.Helper()
+	if got, want := p.ListenerCount(w.Proxy()), len(p.Listeners(w.Proxy())); got != want {
+		t.Errorf("%s/%s: ListenerCount %d, Listeners %d", w.Namespace, w.Name, got, want)
+	}
+	routes := p.Routes(w.Proxy())
+	vhosts := 0
+	for _, r := range routes {
+		vhosts += len(r.VirtualHosts)
+	}
+	if gotR, gotV := p.RouteCount(w.Proxy()); gotR != len(routes) || gotV != vhosts {
+		t.Errorf("%s/%s: RouteCount %d routes, %d virtual hosts; Routes %d, %d", w.Namespace, w.Name, gotR, gotV, len(routes), vhosts)
 	}
 }
 
@@ -237,5 +259,55 @@ spec:
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("endpoints:\n got %q\nwant %q", got, want)
+	}
+}
+
+// RouteCount shares a count between the default scopes of namespaces, whose routes import the
+// same services, except where a host without a dot could be a service's short name in one
+// namespace and not another, as ServiceEntry "web" is a.web's in namespace a: each proxy's counts
+// are still what Routes lists, and in a the name "web" is the domain of one virtual host only.
+func TestRouteCountAcrossNamespaces(t *testing.T) {
+	inv := mesh.New()
+	if err := inv.AddYAML("mesh", []byte(`apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: a, creationTimestamp: "2025-01-01T00:00:00Z"}
+spec: {clusterIP: 10.96.0.1, selector: {app: web}, ports: [{name: http, port: 80}]}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: web, namespace: c, creationTimestamp: "2025-01-01T00:00:01Z"}
+spec: {hosts: [web], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: client, namespace: a}
+spec: {template: {metadata: {labels: {app: client}}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: client, namespace: b}
+spec: {template: {metadata: {labels: {app: client}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(inv, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range p.WorkloadProxies() {
+		checkCounts(t, p, w)
+		if w.Namespace != "a" {
+			continue
+		}
+		n := 0
+		for _, r := range p.Routes(w.Proxy()) {
+			for _, vh := range r.VirtualHosts {
+				if slices.Contains(vh.Domains, "web") {
+					n++
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d virtual hosts of a's proxy have domain web, want 1", n)
+		}
 	}
 }

@@ -282,9 +282,26 @@ type WorkloadReview struct {
 	Workload string `json:"workload"`
 	Delta
 	// ListenersBefore and ListenersAfter are the proxy's LDS listener counts (R48-R55).
-	ListenersBefore int    `json:"listeners_before"`
-	ListenersAfter  int    `json:"listeners_after"`
-	Risks           []Risk `json:"risks"`
+	ListenersBefore int `json:"listeners_before"`
+	ListenersAfter  int `json:"listeners_after"`
+	// RoutesBefore and RoutesAfter count its RDS route configurations, VirtualHostsBefore and
+	// VirtualHostsAfter their virtual hosts (R58-R61).
+	RoutesBefore       int    `json:"routes_before"`
+	RoutesAfter        int    `json:"routes_after"`
+	VirtualHostsBefore int    `json:"virtual_hosts_before"`
+	VirtualHostsAfter  int    `json:"virtual_hosts_after"`
+	Risks              []Risk `json:"risks"`
+}
+
+// countBefore and countAfter fill the listener and route counts of one side.
+func (rv *WorkloadReview) countBefore(p *Predictor, px Proxy) {
+	rv.ListenersBefore = p.ListenerCount(px)
+	rv.RoutesBefore, rv.VirtualHostsBefore = p.RouteCount(px)
+}
+
+func (rv *WorkloadReview) countAfter(p *Predictor, px Proxy) {
+	rv.ListenersAfter = p.ListenerCount(px)
+	rv.RoutesAfter, rv.VirtualHostsAfter = p.RouteCount(px)
 }
 
 // Review predicts the workload under base and under head and compares them.
@@ -316,10 +333,10 @@ func (rv *Reviewer) ReviewOneSide(w WorkloadProxy, starts bool) WorkloadReview {
 	out := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Risks: []Risk{}}
 	if starts {
 		after = rv.head.Predict(w.Proxy())
-		out.ListenersAfter = rv.head.ListenerCount(w.Proxy())
+		out.countAfter(rv.head, w.Proxy())
 	} else {
 		before = rv.base.Predict(w.Proxy())
-		out.ListenersBefore = rv.base.ListenerCount(w.Proxy())
+		out.countBefore(rv.base, w.Proxy())
 	}
 	out.Delta = compareLists(before, after)
 	return out
@@ -331,8 +348,9 @@ func review(base, head *Predictor, w WorkloadProxy, memo *outboundMemo) Workload
 	before := base.predict(w.Proxy(), merge)
 	after := head.predict(w.Proxy(), merge)
 	d := compare(before, after, memo)
-	rv := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: d, Risks: []Risk{},
-		ListenersBefore: base.ListenerCount(w.Proxy()), ListenersAfter: head.ListenerCount(w.Proxy())}
+	rv := WorkloadReview{Namespace: w.Namespace, Workload: w.Kind + "/" + w.Name, Delta: d, Risks: []Risk{}}
+	rv.countBefore(base, w.Proxy())
+	rv.countAfter(head, w.Proxy())
 	if !d.Changed() {
 		return rv
 	}

@@ -2,6 +2,7 @@ package predict
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"net"
 	"slices"
 	"sort"
@@ -254,6 +255,165 @@ func (p *Predictor) Routes(proxy Proxy) []Route {
 		out = append(out, Route{Name: n, VirtualHosts: rb.route(n)})
 	}
 	return out
+}
+
+// RouteCount returns how many route configurations and virtual hosts Routes gives the proxy,
+// from the scope's listener summary and virtual hosts counted once per scope and per way the
+// proxy's labels meet its VirtualServices' sourceLabels: a review of thousands of workloads
+// builds each scope's routes once.
+func (p *Predictor) RouteCount(proxy Proxy) (routes, virtualHosts int) {
+	if s := p.siblings[proxy.Version]; s != nil {
+		return s.RouteCount(proxy)
+	}
+	ix := p.ix
+	scope := p.scope(ix.sidecarFor(proxy), proxy.Namespace)
+	n := ix.nodeOf(proxy)
+	sum := scope.ldsSummary(ix, n.interceptNone)
+	names := slices.Clone(sum.routes)
+	for i, owners := range sum.podKeys {
+		if slices.ContainsFunc(owners, func(o *ldsOwner) bool { return !o.self(n) }) {
+			names = append(names, sum.podRoutes[i]...)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	m := scope.rdsMemoFor(ix, proxy)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range names {
+		c, ok := m.counts[name]
+		if !ok {
+			c = len(m.rb.route(name))
+			m.counts[name] = c
+		}
+		virtualHosts += c
+	}
+	// Only the counts are kept: a port's virtual hosts, which its sniffed routes share, can
+	// hold every service of the mesh.
+	clear(m.rb.cache)
+	return len(names), virtualHosts
+}
+
+// rdsMemo is the virtual host counts by route name of the proxies of one routeCountKey.
+type rdsMemo struct {
+	mu     sync.Mutex
+	rb     *rdsBuilder
+	counts map[string]int
+}
+
+// routeCountCache holds an index's rdsMemos.
+type routeCountCache struct {
+	mu sync.Mutex
+	m  map[string]*rdsMemo
+}
+
+func (sc *sidecarScope) rdsMemoFor(ix *index, proxy Proxy) *rdsMemo {
+	sc.rdsMu.Lock()
+	if sc.routeKey == "" {
+		sc.routeKey = sc.routeFingerprint(proxy.Namespace)
+	}
+	key := sc.routeKey + sc.routeSignature(ix, proxy)
+	sc.rdsMu.Unlock()
+	c := ix.routeCounts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.m[key]; m != nil {
+		return m
+	}
+	if c.m == nil {
+		c.m = map[string]*rdsMemo{}
+	}
+	m := &rdsMemo{counts: map[string]int{},
+		rb: &rdsBuilder{ix: ix, scope: sc, proxy: proxy, dnsDomain: proxy.Namespace + ".svc." + ix.domain, cache: map[int][]VirtualHost{}}}
+	c.m[key] = m
+	return m
+}
+
+// routeFingerprint is a digest of all that a scope's virtual hosts are built from besides the
+// proxy's labels and namespace: its outbound traffic policy, and each egress listener's port,
+// bind, capture mode and hosts, the services and ports it imports and its VirtualServices.
+// Scopes of one fingerprint (the default scopes of a mesh's namespaces, say) count the same
+// virtual hosts, since the proxy's namespace only adds the short name of a service of its own
+// namespace to the domains of its virtual host, beside the FQDN: no virtual host is won or lost
+// by it, unless a host of the scope has no dot and could be such a short name. Such a scope's
+// fingerprint names the namespace.
+func (sc *sidecarScope) routeFingerprint(ns string) string {
+	h := sha256.New()
+	w := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{0})
+		}
+	}
+	nsFree := true
+	w(sc.outbound)
+	for _, l := range sc.egress {
+		port := l.cfg.GetPort()
+		w("egress", strconv.Itoa(int(port.GetNumber())), port.GetProtocol(), l.cfg.GetBind(), l.cfg.GetCaptureMode().String(),
+			strconv.FormatBool(l.matchPort), strconv.FormatBool(l.allExact))
+		for _, host := range l.cfg.GetHosts() {
+			if rest, ok := strings.CutPrefix(host, "./"); ok {
+				host = sc.ns + "/" + rest // the aliases a listener imports follow its hosts
+			}
+			w(host)
+		}
+		for _, s := range l.services {
+			w("s", strconv.Itoa(s.svc.pos))
+			for _, p := range s.ports {
+				w(strconv.Itoa(p.num))
+			}
+			if !strings.Contains(s.svc.host, ".") {
+				nsFree = false
+			}
+		}
+		for _, e := range l.vss {
+			w("vs", e.cfg.Namespace, e.cfg.Name, e.ns)
+		}
+	}
+	if !nsFree {
+		w("namespace", ns)
+	}
+	return string(h.Sum(nil))
+}
+
+// routeSignature is all that a scope's virtual hosts read of a proxy's labels and namespace
+// (vsHasRoutes): whether they meet each sourceLabels and sourceNamespace of its VirtualServices'
+// HTTP matches and their delegates', in order. Proxies of one signature get the same virtual
+// hosts.
+func (sc *sidecarScope) routeSignature(ix *index, proxy Proxy) string {
+	var sig []byte
+	add := func(ms []*networking.HTTPMatchRequest) {
+		for _, m := range ms {
+			if len(m.GetSourceLabels()) > 0 {
+				sig = append(sig, '0'+b2i(istioconfig.LabelsSubset(m.GetSourceLabels(), proxy.Labels)))
+			}
+			if m.GetSourceNamespace() != "" {
+				sig = append(sig, '0'+b2i(m.GetSourceNamespace() == proxy.Namespace))
+			}
+		}
+	}
+	for _, l := range sc.egress {
+		for _, e := range l.vss {
+			for _, h := range e.cfg.Spec.GetHttp() {
+				add(h.GetMatch())
+				if d := h.GetDelegate(); d != nil {
+					if del := ix.delegate(d, e.ns); del != nil {
+						for _, dh := range del.Spec.GetHttp() {
+							add(dh.GetMatch())
+						}
+					}
+				}
+			}
+		}
+	}
+	return string(sig)
+}
+
+func b2i(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Whether a virtual host has its service's addresses as domains (R60).
@@ -731,30 +891,14 @@ func (ix *index) aliasIndex() map[string][]aliasRef {
 }
 
 // vhostAddresses are the service's addresses a virtual host matches (GetAllAddressesForProxy):
-// a Kubernetes Service's cluster IP (its placeholder when the inventory lacks it), the
-// ServiceEntry address istiod keeps for the host.
+// its own, several of a ServiceEntry named as the one istiod keeps for the host.
 func (rb *rdsBuilder) vhostAddresses(s *service) []string {
-	if s.k8s {
-		switch s.vip {
-		case "None":
-			return nil
-		case "":
-			if s.res == resDNSLB || s.res == resAlias {
-				return nil
-			}
-			return []string{"<" + s.attrName + "." + s.ns + " VIP>"}
-		}
-		return []string{s.vip}
+	as := ownAddresses(s, true)
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.addr
 	}
-	if len(s.addrs) == 0 {
-		return nil
-	}
-	if len(s.addrs) > 1 {
-		// istiod holds one service per address and keeps one of them for the host, which one
-		// depending on an order it does not fix (the same mesh gives either from run to run).
-		return []string{"<" + strings.Join(s.addrs, "|") + ">"}
-	}
-	return s.addrs
+	return out
 }
 
 // domains is R60, generateVirtualHostDomains: the Host headers of a service's virtual host,

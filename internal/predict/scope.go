@@ -78,6 +78,9 @@ type sidecarScope struct {
 	// computed on first use.
 	ldsMu sync.Mutex
 	lds   [2]*ldsCount
+	// routeKey is routeFingerprint, computed on first use.
+	rdsMu    sync.Mutex
+	routeKey string
 }
 
 type listener struct {

@@ -2,7 +2,6 @@ package predict
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +59,9 @@ func (p *Predictor) Trace(proxy Proxy, calls []HostPort) []Call {
 	}
 	ls := p.Listeners(proxy)
 	for i := range ls {
+		if _, dup := t.listeners[ls[i].Name]; !dup {
+			t.names = append(t.names, ls[i].Name) // sorted, as Listeners returns them
+		}
 		t.listeners[ls[i].Name] = &ls[i]
 	}
 	var out []Call
@@ -97,6 +99,7 @@ type tracer struct {
 	p         *Predictor
 	scope     *sidecarScope
 	listeners map[string]*Listener
+	names     []string // of listeners, sorted
 	routes    map[string][]VirtualHost
 	rb        *rdsBuilder
 }
@@ -139,7 +142,7 @@ func (t *tracer) follow(l *listener, s *scoped, sp svcPort) Call {
 	c := Call{Host: s.svc.host, Port: sp.num}
 	port := strconv.Itoa(sp.num)
 	// The address the application connects to: the service's own listener, else the wildcard.
-	b := &ldsBuilder{ix: t.p.ix}
+	b := ldsBuilder{ix: t.p.ix}
 	var lst *Listener
 	if !s.svc.passthroughAddress() {
 		for _, a := range b.addresses(l, s.svc) {
@@ -151,7 +154,7 @@ func (t *tracer) follow(l *listener, s *scoped, sp svcPort) Call {
 	} else {
 		// A headless Service or a ServiceEntry without addresses: the resolved address is an
 		// endpoint's, which has its own listener or falls to the wildcard one.
-		for _, name := range slices.Sorted(maps.Keys(t.listeners)) {
+		for _, name := range t.names {
 			if x := t.listeners[name]; x.Port == sp.num && x.Direction == Outbound && x.Name != wildcardIPv4+"_"+port && slices.Contains(x.Services, c.Host) {
 				lst = x
 				break
@@ -164,7 +167,7 @@ func (t *tracer) follow(l *listener, s *scoped, sp svcPort) Call {
 	if lst == nil {
 		// An egress bind, or a proxy that captures nothing: the application calls the listener's
 		// own address (localhost) for the service.
-		for _, name := range slices.Sorted(maps.Keys(t.listeners)) {
+		for _, name := range t.names {
 			if x := t.listeners[name]; x.Port == sp.num && x.Direction == Outbound && slices.Contains(x.Services, c.Host) {
 				lst = x
 				break

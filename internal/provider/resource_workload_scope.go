@@ -209,6 +209,23 @@ func (r *workloadScopeResource) Schema(_ context.Context, _ resource.SchemaReque
 							MarkdownDescription: "The number of LDS listeners each of the workload's proxies holds once this scope's Sidecar applies.",
 							Computed:            true,
 						},
+						"routes_before": schema.Int64Attribute{
+							MarkdownDescription: "The number of RDS route configurations each of the workload's proxies holds under the inventory as it is, " +
+								"as `istioctl proxy-config route` lists them.",
+							Computed: true,
+						},
+						"routes_after": schema.Int64Attribute{
+							MarkdownDescription: "The number of RDS route configurations each of the workload's proxies holds once this scope's Sidecar applies.",
+							Computed:            true,
+						},
+						"virtual_hosts_before": schema.Int64Attribute{
+							MarkdownDescription: "The number of virtual hosts in those route configurations under the inventory as it is.",
+							Computed:            true,
+						},
+						"virtual_hosts_after": schema.Int64Attribute{
+							MarkdownDescription: "The number of virtual hosts in those route configurations once this scope's Sidecar applies.",
+							Computed:            true,
+						},
 						"added_hosts": schema.ListAttribute{
 							MarkdownDescription: "The service hosts (FQDNs) the workload gains outbound clusters for, sorted: " +
 								"the first `review_host_limit` of them (a provider setting, 25 by default).",

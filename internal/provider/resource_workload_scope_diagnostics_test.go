@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/meshscope/terraform-provider-meshscope/internal/fixture"
 )
 
 // Plan-time errors of the review (issue 3). The errors of the foundation are in
@@ -430,15 +432,7 @@ resource "meshscope_workload_scope" "x" {
 			detail:  `"kube-system/\*" declares port 8080, but no service in namespace "kube-system" exposes it`,
 		},
 		"two ServiceEntries without addresses share a TCP port": {
-			extra: []string{heredoc(`apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: cache-a, namespace: foo, creationTimestamp: "2025-01-01T00:00:01Z"}
-spec: {hosts: [cache-a.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: cache-b, namespace: foo, creationTimestamp: "2025-01-01T00:00:02Z"}
-spec: {hosts: [cache-b.example.com], ports: [{number: 6379, name: tcp-redis, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}`)},
+			extra: []string{heredoc(strings.TrimSuffix(fixture.SharedTCPPort, "\n"))},
 			config: `
 resource "meshscope_workload_scope" "x" {
   namespace         = "foo"
