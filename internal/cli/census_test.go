@@ -290,19 +290,25 @@ func TestClusters_WarnsWhatIsNotModelled(t *testing.T) {
 	}
 }
 
-// TestDiff_NamesUnreachedCalls: a head Sidecar that names two ServiceEntries without addresses
-// on one TCP port imports both, but the first one's filter chain takes every call on the shared
-// listener (R58, R62): the diff names the call to the second.
+// TestDiff_NamesUnreachedCalls: a base Sidecar that imports one of two ServiceEntries without
+// addresses on one TCP port reaches it; the head's imports both, and the first one's filter
+// chain takes every call on the shared listener (R58, R62): the diff names the call the head
+// breaks. Without a Sidecar in the base, which imports both too, the call is broken on both
+// sides, and the diff names none.
 func TestDiff_NamesUnreachedCalls(t *testing.T) {
-	sidecar := `apiVersion: networking.istio.io/v1
+	sidecar := func(hosts string) string {
+		return `apiVersion: networking.istio.io/v1
 kind: Sidecar
 metadata: {name: test-app, namespace: foo}
 spec:
   workloadSelector: {labels: {app: test-app}}
-  egress: [{hosts: [foo/cache-a.example.com, foo/cache-b.example.com, istio-system/*]}]
+  egress: [{hosts: [` + hosts + `, istio-system/*]}]
 `
+	}
 	mesh := fixture.Seed + "\n---\n" + fixture.SharedTCPPort
-	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh, "head/mesh.yaml": mesh + "\n---\n" + sidecar})
+	head := mesh + "\n---\n" + sidecar("foo/cache-a.example.com, foo/cache-b.example.com")
+	dir := fixture.Dir(t, map[string]string{"base/mesh.yaml": mesh + "\n---\n" + sidecar("foo/cache-b.example.com"), "head/mesh.yaml": head,
+		"unscoped/mesh.yaml": mesh})
 	code, out, errs := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head", "-o", "json")
 	if code != ExitChanged {
 		t.Fatalf("diff: exit %d: %s", code, errs)
@@ -314,10 +320,14 @@ spec:
 		t.Fatal(err)
 	}
 	if len(doc.Changes) != 1 || len(doc.Changes[0].UnreachedCalls) != 1 ||
-		!strings.HasPrefix(doc.Changes[0].UnreachedCalls[0], "cache-b.example.com:6379: listener 0.0.0.0_6379 sends TCP to cache-a.example.com") {
+		!strings.HasPrefix(doc.Changes[0].UnreachedCalls[0], "cache-b.example.com:6379: at the filter chain step, listener 0.0.0.0_6379 sends TCP to cache-a.example.com") {
 		t.Errorf("changes %+v", doc.Changes)
 	}
-	if _, table, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head"); !strings.Contains(table, "foo/Deployment/test-app to cache-b.example.com:6379: listener 0.0.0.0_6379 sends TCP to cache-a.example.com") {
+	if _, table, _ := run(t, "", "diff", "--base", dir+"/base", "--head", dir+"/head"); !strings.Contains(table, "foo/Deployment/test-app to cache-b.example.com:6379: at the filter chain step, listener 0.0.0.0_6379 sends TCP to cache-a.example.com") {
 		t.Errorf("the table does not name the unreached call:\n%s", table)
+	}
+	code, out, errs = run(t, "", "diff", "--base", dir+"/unscoped", "--head", dir+"/head", "-o", "json")
+	if code != ExitChanged || strings.Contains(out, "unreached_calls") {
+		t.Errorf("diff from no Sidecar: exit %d, a call broken on both sides named: %s %s", code, out, errs)
 	}
 }

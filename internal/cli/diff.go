@@ -177,8 +177,8 @@ type DiffRow struct {
 	// the workload's listeners, which the listener counts leave out (R56); absent when none does.
 	ListenerEnvoyFilters []string `json:"listener_envoy_filters,omitempty"`
 	// UnreachedCalls are the calls the head tree's Sidecar names for the workload that do not
-	// reach their service through its listeners and routes (R62), "host:port: why"; absent
-	// when every one does.
+	// reach their service through its listeners and routes (R62) and do in the base tree,
+	// "host:port: at the STEP step, why"; absent when the head breaks none.
 	UnreachedCalls []string `json:"unreached_calls,omitempty"`
 	// Sidecar is set when the workload runs a sidecar in one tree only: it then gains (before 0)
 	// or loses (after 0) every cluster, and this says why.
@@ -228,7 +228,7 @@ func newDiffRow(c review.Change, limit int) DiffRow {
 		Risks: rv.Risks, EnvoyFilters: c.ClusterPatches, ListenerEnvoyFilters: c.ListenerPatches, Sidecar: c.Sidecar, NotModelled: c.NotModelled,
 	}
 	for _, u := range c.Unreached {
-		row.UnreachedCalls = append(row.UnreachedCalls, fmt.Sprintf("%s:%d: %s", u.Host, u.Port, u.Why))
+		row.UnreachedCalls = append(row.UnreachedCalls, fmt.Sprintf("%s:%d: at the %s step, %s", u.Host, u.Port, u.Step, u.Why))
 	}
 	if c.Cut != nil {
 		cuts := cutCalls(c.Cut)
@@ -510,7 +510,7 @@ func totalsSentence(rows []DiffRow) string {
 		if len(unreached) > unreachedListed {
 			unreached = append(unreached[:unreachedListed], fmt.Sprintf("and %d more (unreached_calls in -o json)", len(unreached)-unreachedListed))
 		}
-		out += fmt.Sprintf(" Calls the head tree's Sidecars name would not reach their service through the proxies' listeners and routes: %s.",
+		out += fmt.Sprintf(" Calls the head tree's Sidecars name that reach their service in the base tree would not through the proxies' listeners and routes: %s.",
 			strings.Join(unreached, "; "))
 	}
 	return out

@@ -38,6 +38,7 @@ func commands(version string) []command {
 	return []command{
 		{name: "clusters", summary: "predict the Envoy CDS clusters istiod pushes to one sidecar proxy", flags: true, run: runClusters},
 		{name: "proxy-config", summary: "predict one sidecar proxy's clusters, listeners and endpoints, as istioctl proxy-config prints them", flags: true, run: runProxyConfig},
+		{name: "trace", summary: "follow calls from one sidecar proxy through its predicted listeners and routes to the cluster they reach", flags: true, run: runTrace},
 		{name: "diff", summary: "compare every proxy's predicted clusters between two manifest trees", flags: true, run: runDiff},
 		{name: "render", summary: "write Sidecars as a kustomize base and overlays (and Argo CD Applications) for GitOps", flags: true, run: runRender},
 		{name: "suggest", summary: "write a meshscope_workload_scope per calling workload, from the calls Prometheus observed", flags: true, run: runSuggest},

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,6 +117,11 @@ func (c CLI) Routes(files []string, px Proxy) ([]string, error) {
 
 // run runs a proxy command of the CLI in the output format and returns its stdout.
 func (c CLI) run(command, files []string, px Proxy, format string) ([]byte, error) {
+	return c.runExit(command, files, px, format)
+}
+
+// runExit is run, for a command whose exit status may be one of ok besides 0.
+func (c CLI) runExit(command, files []string, px Proxy, format string, ok ...int) ([]byte, error) {
 	args := append([]string(nil), command...)
 	for _, f := range files {
 		args = append(args, "-f", f)
@@ -134,6 +141,10 @@ func (c CLI) run(command, files []string, px Proxy, format string) ([]byte, erro
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && slices.Contains(ok, exit.ExitCode()) {
+			return stdout.Bytes(), nil
+		}
 		return nil, fmt.Errorf("%s %s: %v\nstderr:\n%s\nstdout:\n%s", c.Bin, strings.Join(args, " "), err, stderr.String(), stdout.String())
 	}
 	return stdout.Bytes(), nil

@@ -37,6 +37,8 @@ type Listener struct {
 	// Routes are the RDS route configurations its HTTP filter chains ask for, in chain order
 	// (R58): "P" for the port's shared route, "HOST:P" for a sniffed service's own.
 	Routes []string `json:"routes,omitempty"`
+	// chains are its outbound filter chains, which the trace follows (R62).
+	chains []ldsChain
 }
 
 // Listener protocols (istio networking.ListenerProtocol).
@@ -88,14 +90,17 @@ func (p *Predictor) Listeners(proxy Proxy) []Listener {
 	ix := p.ix
 	sc := ix.sidecarFor(proxy)
 	scope := p.scope(sc, proxy.Namespace)
-	b := &ldsBuilder{ix: ix, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}, entries: map[string]*ldsEntry{}}
+	b := &ldsBuilder{ix: ix, n: ix.nodeOf(proxy), byKey: map[string]*Listener{}, entries: map[string]*ldsEntry{},
+		labels: proxy.Labels, proxyNS: proxy.Namespace}
 	for _, l := range scope.egress {
 		b.egress(l)
 	}
 	out := make([]Listener, 0, len(b.order)+2)
 	for _, k := range b.order {
 		l := *b.byKey[k]
-		l.Routes = b.entries[k].routes()
+		if e := b.entries[k]; e != nil {
+			l.Routes, l.chains = e.routes(), e.chains
+		}
 		out = append(out, l)
 	}
 	// R48: the virtual listeners, unless the proxy captures no traffic.
@@ -209,6 +214,9 @@ type ldsBuilder struct {
 	entries map[string]*ldsEntry
 	// cur is the egress listener being built.
 	cur *listener
+	// labels and proxyNS are the proxy's, which VirtualServices' TCP matches read.
+	labels  map[string]string
+	proxyNS string
 }
 
 // egress builds the outbound listeners of one egress listener (R50, R51): istiod's

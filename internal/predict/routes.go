@@ -64,6 +64,10 @@ type ldsChain struct {
 	rds   string
 	alpn  bool
 	match string
+	// host is the service whose cluster a TCP chain proxies to, unless vs, "namespace/name" of
+	// a VirtualService whose TCP or TLS route decides where it proxies, is set.
+	host string
+	vs   string
 }
 
 // conflicts is filterChainOpts.conflictsWith for the chains modelled.
@@ -201,10 +205,12 @@ func (b *ldsBuilder) tcpChains(s *service, addr string, port int, proto, cidr st
 		match = "cidr:" + cidr
 	}
 	if proto != istioconfig.HTTPS && proto != istioconfig.TLS {
-		return []ldsChain{{match: match}}
+		return []ldsChain{{match: match, host: s.host, vs: b.tcpVS(s, port)}}
 	}
-	if b.cur != nil && b.tlsMatched(s, port) {
-		return []ldsChain{{match: "tls:" + s.host}}
+	if b.cur != nil {
+		if vs := b.tlsVS(s, port); vs != "" {
+			return []ldsChain{{match: "tls:" + s.host, host: s.host, vs: vs}}
+		}
 	}
 	svcAddr := ""
 	if as := b.addresses(b.cur, s); len(as) > 0 {
@@ -213,12 +219,12 @@ func (b *ldsBuilder) tcpChains(s *service, addr string, port int, proto, cidr st
 	if cidr != "" || svcAddr == "" || (svcAddr == wildcardIPv4 && addr == wildcardIPv4) {
 		match += ";sni:" + s.host
 	}
-	return []ldsChain{{match: match}}
+	return []ldsChain{{match: match, host: s.host}}
 }
 
-// tlsMatched reports whether a VirtualService of the egress listener has a TLS route for the
-// host on the port that applies to the proxy (then its chains match by SNI).
-func (b *ldsBuilder) tlsMatched(s *service, port int) bool {
+// tlsVS is "namespace/name" of the first VirtualService of the egress listener with a TLS route
+// for the host on the port (buildSidecarOutboundTLSFilterChainOpts), "" for none.
+func (b *ldsBuilder) tlsVS(s *service, port int) string {
 	for _, e := range b.cur.vss {
 		if !slices.ContainsFunc(e.hosts, func(h string) bool { return istioconfig.HostsOverlap(h, s.host) }) {
 			continue
@@ -226,12 +232,45 @@ func (b *ldsBuilder) tlsMatched(s *service, port int) bool {
 		for _, t := range e.cfg.Spec.GetTls() {
 			for _, m := range t.GetMatch() {
 				if (m.GetPort() == 0 || int(m.GetPort()) == port) && (len(m.GetGateways()) == 0 || slices.Contains(m.GetGateways(), "mesh")) {
-					return true
+					return e.cfg.Namespace + "/" + e.cfg.Name
 				}
 			}
 		}
 	}
-	return false
+	return ""
+}
+
+// tcpVS is "namespace/name" of the first VirtualService of the egress listener whose TCP route
+// takes the host's port for the proxy, with a match of every destination address
+// (buildSidecarOutboundTCPFilterChainOpts), "" for none. Its destinations, not the service's
+// cluster, are where the chain proxies.
+func (b *ldsBuilder) tcpVS(s *service, port int) string {
+	if b.cur == nil {
+		return ""
+	}
+	for _, e := range b.cur.vss {
+		if !slices.ContainsFunc(e.hosts, func(h string) bool { return istioconfig.HostsOverlap(h, s.host) }) {
+			continue
+		}
+		for _, t := range e.cfg.Spec.GetTcp() {
+			if len(t.GetRoute()) == 0 {
+				continue
+			}
+			if len(t.GetMatch()) == 0 {
+				return e.cfg.Namespace + "/" + e.cfg.Name
+			}
+			for _, m := range t.GetMatch() {
+				if (m.GetPort() == 0 || int(m.GetPort()) == port) &&
+					(len(m.GetGateways()) == 0 || slices.Contains(m.GetGateways(), "mesh")) &&
+					istioconfig.LabelsSubset(m.GetSourceLabels(), b.labels) &&
+					(m.GetSourceNamespace() == "" || m.GetSourceNamespace() == b.proxyNS) &&
+					len(m.GetDestinationSubnets()) == 0 {
+					return e.cfg.Namespace + "/" + e.cfg.Name
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // Routes returns the RDS route configurations istiod pushes to the proxy, sorted by name,

@@ -2,6 +2,7 @@ package predict
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,11 +31,31 @@ type Call struct {
 	Cluster string `json:"cluster,omitempty"`
 	// Reached is set when the call reaches the service through the mesh's configuration for it.
 	Reached bool `json:"reached"`
-	// Why says how a call that is not reached goes astray.
-	Why string `json:"why,omitempty"`
+	// Step is the step at which a call that is not reached goes astray (Step* constants), and
+	// Why says how.
+	Step string `json:"step,omitempty"`
+	Why  string `json:"why,omitempty"`
+	// Name is, for a call astray at StepVirtualHost, the name the application may use that the
+	// route does not send to the service.
+	Name string `json:"name,omitempty"`
 	// Index is the position in Trace's calls of the call this one follows.
 	Index int `json:"-"`
 }
+
+// The steps of a call's path where it can go astray.
+const (
+	// StepImport: the proxy imports no service of the host, or no port of the number.
+	StepImport = "import"
+	// StepListener: no listener takes the port, so the call leaves through virtualOutbound.
+	StepListener = "listener"
+	// StepFilterChain: another service's TCP filter chain takes every connection on the listener.
+	StepFilterChain = "filter chain"
+	// StepHTTPRoutes: an HTTP port's call lands on a listener without HTTP routes for it.
+	StepHTTPRoutes = "http routes"
+	// StepVirtualHost: the route has no virtual host for a name the application may call the
+	// service by, or gives it to another service.
+	StepVirtualHost = "virtual host"
+)
 
 // HostPort names a call: a service host and a port; port 0 stands for every port of the host.
 type HostPort struct {
@@ -57,6 +78,7 @@ func (p *Predictor) Trace(proxy Proxy, calls []HostPort) []Call {
 		p: p, scope: scope, listeners: map[string]*Listener{}, routes: map[string][]VirtualHost{},
 		rb: &rdsBuilder{ix: ix, scope: scope, proxy: proxy, dnsDomain: proxy.Namespace + ".svc." + ix.domain, cache: map[int][]VirtualHost{}},
 	}
+	t.interceptNone = ix.nodeOf(proxy).interceptNone
 	ls := p.Listeners(proxy)
 	for i := range ls {
 		if _, dup := t.listeners[ls[i].Name]; !dup {
@@ -71,14 +93,14 @@ func (p *Predictor) Trace(proxy Proxy, calls []HostPort) []Call {
 			continue // an alias has no listener of its own: the call follows the host it names
 		}
 		if s == nil {
-			out = append(out, t.astray(Call{Host: c.Host, Port: c.Port, Index: idx}, "the proxy imports no service "+c.Host))
+			out = append(out, t.astray(Call{Host: c.Host, Port: c.Port, Index: idx}, false, StepImport, "the proxy imports no service "+c.Host))
 			continue
 		}
 		ports := s.ports
 		if c.Port != 0 {
 			i := slices.IndexFunc(ports, func(sp svcPort) bool { return sp.num == c.Port && sp.proto != istioconfig.UDP })
 			if i < 0 {
-				out = append(out, t.astray(Call{Host: c.Host, Port: c.Port, Index: idx}, fmt.Sprintf("the proxy imports no port %d of %s", c.Port, c.Host)))
+				out = append(out, t.astray(Call{Host: c.Host, Port: c.Port, Index: idx}, false, StepImport, fmt.Sprintf("the proxy imports no port %d of %s", c.Port, c.Host)))
 				continue
 			}
 			ports = ports[i : i+1]
@@ -100,8 +122,10 @@ type tracer struct {
 	scope     *sidecarScope
 	listeners map[string]*Listener
 	names     []string // of listeners, sorted
-	routes    map[string][]VirtualHost
-	rb        *rdsBuilder
+	// interceptNone is set for a proxy that captures no traffic: it has no virtualOutbound.
+	interceptNone bool
+	routes        map[string][]VirtualHost
+	rb            *rdsBuilder
 }
 
 // importing finds the egress listener and the service of host the scope imports: the first
@@ -125,15 +149,33 @@ func (sc *sidecarScope) importing(host string, port int) (*listener, *scoped) {
 	return fl, fs
 }
 
-// astray is a call that leaves through virtualOutbound's fallback: PassthroughCluster under
-// ALLOW_ANY, BlackHoleCluster under REGISTRY_ONLY.
-func (t *tracer) astray(c Call, why string) Call {
-	c.Cluster = "PassthroughCluster"
-	if t.scope.outbound == "REGISTRY_ONLY" {
-		c.Cluster = "BlackHoleCluster"
+// astray is a call that leaves through virtualOutbound's catch-all chains (buildOutboundCatchAllNetworkFilterChains):
+// PassthroughCluster under ALLOW_ANY, BlackHoleCluster under REGISTRY_ONLY and for
+// virtualOutbound's own port; under ALLOW_ANY_DYNAMIC_DNS a plaintext HTTP call goes to
+// AllowAnyDynamicDNSCluster through its catch-all virtual host.
+func (t *tracer) astray(c Call, http bool, step, why string) Call {
+	c.Step = step
+	c.Cluster = t.fallthroughCluster()
+	switch {
+	case c.Port == 15001:
+		c.Cluster = "BlackHoleCluster" // a loop
+	case http && t.scope.outbound == "ALLOW_ANY_DYNAMIC_DNS":
+		c.VirtualHost, c.Cluster = vhostAllowAnyDynamicDNS, "AllowAnyDynamicDNSCluster"
+	}
+	if c.Listener == "" && !t.interceptNone {
+		c.Listener = virtualOutbound
 	}
 	c.Why = why + "; the call goes to " + c.Cluster
 	return c
+}
+
+// fallthroughCluster is where a listener's default filter chain sends a connection no chain
+// matches (buildOutboundCatchAllNetworkFiltersOnly).
+func (t *tracer) fallthroughCluster() string {
+	if t.scope.outbound == "REGISTRY_ONLY" {
+		return "BlackHoleCluster"
+	}
+	return "PassthroughCluster"
 }
 
 // follow is R62 for one service port: the listener its address lands on, then its route and
@@ -175,63 +217,219 @@ func (t *tracer) follow(l *listener, s *scoped, sp svcPort) Call {
 		}
 	}
 	if lst == nil {
-		return t.astray(c, fmt.Sprintf("no listener takes port %d", sp.num))
+		return t.astray(c, httpOrSniffed(sp.proto), StepListener, fmt.Sprintf("no listener takes port %d", sp.num))
 	}
 	c.Listener = lst.Name
+	// The address dialled: the listener's own, or on the wildcard listener the service's.
+	dial := lst.Address
+	if dial == wildcardIPv4 {
+		dial = ""
+		if as := ownAddresses(s.svc, false); len(as) > 0 {
+			dial = as[0].addr
+		}
+	}
 	if !httpOrSniffed(sp.proto) {
-		return t.tcp(c, lst, s.svc, sp)
+		return t.tcp(c, lst, sp, dial)
 	}
-	own := c.Host + ":" + port
-	route := ""
+	ch := t.chain(lst, sp, c.Host, dial, true)
 	switch {
-	case slices.Contains(lst.Routes, own):
-		route = own
-	case slices.Contains(lst.Routes, port):
-		route = port
-	default:
-		// No HTTP chain: the bytes go through the listener's TCP chain, without HTTP routing.
-		return t.tcp(c, lst, s.svc, sp)
+	case ch == nil || ch.rds == "":
+		// No HTTP chain takes the call: its bytes go through a TCP chain, if any.
+		c = t.tcpChain(c, lst, sp, ch)
+		if c.Reached && sp.proto != istioconfig.Unsupported {
+			c.Reached, c.Step = false, StepHTTPRoutes
+			c.Why = fmt.Sprintf("listener %s has no HTTP route for port %d, only a TCP chain: the call reaches %s as TCP, "+
+				"so its HTTP routing (VirtualServices, retries, per-request balancing) is lost", lst.Name, sp.num, c.Cluster)
+		}
+		return c
 	}
+	route := ch.rds
 	c.Route = route
 	vhs, ok := t.routes[route]
 	if !ok {
 		vhs = t.rb.route(route)
 		t.routes[route] = vhs
 	}
-	for _, vh := range vhs {
-		if (route == own && len(vhs) == 1) || slices.Contains(vh.Domains, c.Host) {
-			c.VirtualHost, c.VirtualService, c.Reached = vh.Name, vh.VirtualService, true
-			if vh.VirtualService == "" {
-				c.Cluster = sp.cluster
+	if strings.Contains(route, ":") {
+		// R61: a sniffed service's own route holds its virtual host alone, matching every name.
+		switch {
+		case len(vhs) != 1:
+			c.Step = StepVirtualHost
+			c.Why = fmt.Sprintf("route %s has no virtual host (the egress listener of port %d does not import its service), "+
+				"so Envoy answers an HTTP call with 404", route, sp.num)
+		case vhs[0].Service == c.Host:
+			return t.reach(c, vhs[0], sp)
+		default:
+			c.VirtualHost, c.VirtualService, c.Step = vhs[0].Name, vhs[0].VirtualService, StepVirtualHost
+			if vhs[0].VirtualService == "" {
+				c.Cluster = outboundName(sp.num, "", vhs[0].Service)
 			}
+			c.Why = fmt.Sprintf("listener %s sends HTTP to route %s, whose one virtual host, %s's, matches every name", lst.Name, route, vhs[0].Service)
+		}
+		return c
+	}
+	// Envoy picks the virtual host one of whose domains is the Host header exactly, else the
+	// catch-all. The application may call the service by any name DNS resolves for it.
+	var reached *VirtualHost
+	for _, name := range t.callNames(s.svc) {
+		i := slices.IndexFunc(vhs, func(vh VirtualHost) bool { return slices.Contains(vh.Domains, name) })
+		if i < 0 {
+			c.Name = name
+			return catchAll(c, vhs, fmt.Sprintf("route %s has no virtual host for the name %s, so a call by that name matches its catch-all", route, name))
+		}
+		vh := vhs[i]
+		if vh.Service != "" && vh.Service != c.Host {
+			c.Name, c.Step, c.VirtualHost = name, StepVirtualHost, vh.Name
+			c.Why = fmt.Sprintf("route %s sends the name %s to virtual host %s, which is %s's", route, name, vh.Name, vh.Service)
 			return c
 		}
+		if name == c.Host {
+			reached = &vhs[i]
+		}
 	}
-	if route == own {
-		// A sniffed service's own route has no catch-all: Envoy finds no route for an HTTP call.
-		c.Why = fmt.Sprintf("route %s has no virtual host for %s (the egress listener of port %d does not import it), "+
-			"so Envoy answers an HTTP call with 404; other protocols pass through the listener's TCP chain", route, c.Host, sp.num)
-		return c
+	if reached == nil {
+		c.Name = c.Host
+		return catchAll(c, vhs, fmt.Sprintf("route %s has no virtual host for %s, so the call matches its catch-all", route, c.Host))
 	}
-	return t.astray(c, fmt.Sprintf("route %s has no virtual host for %s, so the call matches its catch-all", route, c.Host))
+	return t.reach(c, *reached, sp)
 }
 
-// tcp follows a call on a listener's TCP filter chains: a listener keyed by the service's own
-// address, or a CIDR or SNI match, is the service's; on a shared key the first service's
-// match-all chain takes every connection (R58).
-func (t *tracer) tcp(c Call, lst *Listener, svc *service, sp svcPort) Call {
-	ownMatch := sp.proto == istioconfig.HTTPS || sp.proto == istioconfig.TLS ||
-		slices.ContainsFunc(svc.addrs, func(a string) bool { return strings.Contains(a, "/") })
-	if len(lst.Services) > 0 && (lst.Services[0] == c.Host || ownMatch) && slices.Contains(lst.Services, c.Host) {
+// catchAll is an HTTP call that no virtual host of its route names: the catch-all virtual host
+// (R61) sends it out of the mesh, or answers it.
+func catchAll(c Call, vhs []VirtualHost, why string) Call {
+	c.Step = StepVirtualHost
+	c.Cluster = "PassthroughCluster"
+	if n := len(vhs); n > 0 && slices.Equal(vhs[n-1].Domains, []string{"*"}) {
+		c.VirtualHost = vhs[n-1].Name
+		switch c.VirtualHost {
+		case vhostBlockAll:
+			c.Cluster = "BlackHoleCluster" // a direct 502
+		case vhostAllowAnyDynamicDNS:
+			c.Cluster = "AllowAnyDynamicDNSCluster"
+		}
+	}
+	c.Why = why + "; the call goes to " + c.Cluster
+	return c
+}
+
+// reach is a call that reaches its service through virtual host vh.
+func (t *tracer) reach(c Call, vh VirtualHost, sp svcPort) Call {
+	c.VirtualHost, c.VirtualService, c.Reached = vh.Name, vh.VirtualService, true
+	if vh.VirtualService == "" {
+		c.Cluster = sp.cluster
+		// Through an HTTP_PROXY port, which routes every port, a Host without a port names
+		// port 80's virtual host, or another port's where the service has no port 80.
+		if i := strings.LastIndexByte(vh.Name, ':'); i > 0 && vh.Name[i+1:] != strconv.Itoa(sp.num) {
+			if n, err := strconv.Atoi(vh.Name[i+1:]); err == nil {
+				c.Cluster = outboundName(n, "", vh.Service)
+			}
+		}
+	}
+	return c
+}
+
+// callNames are the names an application in the proxy's namespace can call a service by: a
+// ServiceEntry's host; a Kubernetes Service's FQDN, and the shorter names the cluster's DNS
+// search path resolves (name.namespace.svc, name.namespace, and name in its own namespace).
+// The FQDN comes first.
+func (t *tracer) callNames(svc *service) []string {
+	out := []string{svc.host}
+	if !svc.k8s {
+		return out
+	}
+	suffix := "." + svc.ns + ".svc." + t.p.ix.domain
+	name, ok := strings.CutSuffix(svc.host, suffix)
+	if !ok {
+		return out
+	}
+	out = append(out, name+"."+svc.ns+".svc", name+"."+svc.ns)
+	if svc.ns == t.rb.proxy.Namespace {
+		out = append(out, name)
+	}
+	return out
+}
+
+// tcp follows a TCP call through a listener's filter chains (R58, R62).
+func (t *tracer) tcp(c Call, lst *Listener, sp svcPort, dial string) Call {
+	return t.tcpChain(c, lst, sp, t.chain(lst, sp, c.Host, dial, false))
+}
+
+// chain is the filter chain of a listener that Envoy picks for a call: a chain whose CIDR holds
+// the dialled address beats one without; then, for TLS, one whose SNI is the host; then, for
+// plaintext HTTP, one that matches its ALPN; of the best, the first. nil when none matches.
+func (t *tracer) chain(lst *Listener, sp svcPort, host, dial string, http bool) *ldsChain {
+	tls := sp.proto == istioconfig.HTTPS || sp.proto == istioconfig.TLS
+	var best *ldsChain
+	bestScore := [3]int{-1, -1, -1}
+	for i := range lst.chains {
+		ch := &lst.chains[i]
+		score := [3]int{}
+		if ch.alpn {
+			if !http || tls {
+				continue // matches the plaintext HTTP ALPNs, which this call has not
+			}
+			score[2] = 1
+		}
+		for _, part := range strings.Split(ch.match, ";") {
+			kind, v, _ := strings.Cut(part, ":")
+			switch kind {
+			case "cidr":
+				score[0] = cidrScore(v, dial)
+			case "sni", "tls":
+				score[1] = -1
+				if tls && v == host {
+					score[1] = 1
+				}
+			}
+		}
+		if score[0] < 0 || score[1] < 0 {
+			continue
+		}
+		if best == nil || slices.Compare(score[:], bestScore[:]) > 0 {
+			best, bestScore = ch, score
+		}
+	}
+	return best
+}
+
+// tcpChain is a call through filter chain ch of the listener: a TCP chain proxies to its
+// service's cluster; an HTTP chain parses the bytes as HTTP; none closes the connection.
+func (t *tracer) tcpChain(c Call, lst *Listener, sp svcPort, ch *ldsChain) Call {
+	switch {
+	case ch == nil:
+		c.Cluster, c.Step = t.fallthroughCluster(), StepFilterChain
+		c.Why = fmt.Sprintf("no filter chain of listener %s matches the call, so its default chain sends it to %s", lst.Name, c.Cluster)
+	case ch.rds != "":
+		c.Route, c.Step = ch.rds, StepFilterChain
+		c.Why = fmt.Sprintf("listener %s has only an HTTP chain for the call (route %s), which parses its bytes as HTTP", lst.Name, ch.rds)
+	case ch.host == c.Host && ch.vs != "":
+		c.VirtualService, c.Reached = ch.vs, true // its TCP or TLS route decides the cluster
+	case ch.host == c.Host:
 		c.Cluster, c.Reached = sp.cluster, true
-		return c
+	case ch.vs != "":
+		c.VirtualService, c.Step = ch.vs, StepFilterChain
+		c.Why = fmt.Sprintf("listener %s sends TCP to the routes of VirtualService %s for %s, whose filter chain matches every connection on it", lst.Name, ch.vs, ch.host)
+	default:
+		c.Cluster, c.Step = outboundName(sp.num, "", ch.host), StepFilterChain
+		c.Why = fmt.Sprintf("listener %s sends TCP to %s, whose filter chain matches every connection on it", lst.Name, ch.host)
 	}
-	if len(lst.Services) > 0 {
-		c.Cluster = outboundName(sp.num, "", lst.Services[0])
-		c.Why = fmt.Sprintf("listener %s sends TCP to %s, whose filter chain matches every connection on it", lst.Name, lst.Services[0])
-		return c
+	return c
+}
+
+// cidrScore is how well a chain's CIDR matches the dialled address: 1 plus its prefix length
+// when it holds it (the longest wins), -1 when it does not.
+func cidrScore(cidr, dial string) int {
+	pfx, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return -1
 	}
-	return t.astray(c, fmt.Sprintf("listener %s holds no filter chain for %s", lst.Name, c.Host))
+	if dial == cidr {
+		return 1 + pfx.Bits()
+	}
+	if a, err := netip.ParseAddr(dial); err == nil && pfx.Contains(a) {
+		return 1 + pfx.Bits()
+	}
+	return -1
 }
 
 // SidecarCalls are the calls the Sidecar in effect for the proxy names one by one (R62): each

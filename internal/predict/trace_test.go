@@ -56,16 +56,17 @@ func TestTrace(t *testing.T) {
 	want := []struct {
 		listener, route, vs, cluster string
 		reached                      bool
-		why                          string
+		step, why                    string
 	}{
-		// HTTP through route 80 and the VirtualService's virtual host; TCP on the Service's VIP.
-		{"0.0.0.0_80", "80", "a/web", "", true, ""},
-		{"10.96.0.5_5432", "", "", "outbound|5432||web.a.svc.cluster.local", true, ""},
+		// HTTP through route 80 and the VirtualService's virtual host, by every name a's DNS
+		// resolves for web; TCP on the Service's VIP.
+		{"0.0.0.0_80", "80", "a/web", "", true, "", ""},
+		{"10.96.0.5_5432", "", "", "outbound|5432||web.a.svc.cluster.local", true, "", ""},
 		// Two ServiceEntries without addresses share 0.0.0.0_6379: the first one's match-all
 		// TCP chain takes every connection (R58), so calls to two.ext reach one.ext.
-		{"0.0.0.0_6379", "", "", "outbound|6379||one.ext", true, ""},
-		{"0.0.0.0_6379", "", "", "outbound|6379||one.ext", false, "sends TCP to one.ext"},
-		{"", "", "", "PassthroughCluster", false, "imports no service nothere.ext"},
+		{"0.0.0.0_6379", "", "", "outbound|6379||one.ext", true, "", ""},
+		{"0.0.0.0_6379", "", "", "outbound|6379||one.ext", false, StepFilterChain, "sends TCP to one.ext"},
+		{"virtualOutbound", "", "", "PassthroughCluster", false, StepImport, "imports no service nothere.ext"},
 	}
 	if len(calls) != len(want) {
 		t.Fatalf("%d calls, want %d: %+v", len(calls), len(want), calls)
@@ -73,7 +74,7 @@ func TestTrace(t *testing.T) {
 	for i, w := range want {
 		c := calls[i]
 		if c.Listener != w.listener || c.Route != w.route || c.VirtualService != w.vs || c.Cluster != w.cluster ||
-			c.Reached != w.reached || !strings.Contains(c.Why, w.why) {
+			c.Reached != w.reached || c.Step != w.step || !strings.Contains(c.Why, w.why) {
 			t.Errorf("call %d to %s:%d: %+v, want %+v", i, c.Host, c.Port, c, w)
 		}
 	}
@@ -88,5 +89,32 @@ spec:
 	c := strict.Trace(x, []HostPort{{Host: "web.a.svc.cluster.local", Port: 80}})
 	if len(c) != 1 || c[0].Reached || c[0].Cluster != "BlackHoleCluster" {
 		t.Errorf("a call the Sidecar does not import under REGISTRY_ONLY: %+v", c)
+	}
+}
+
+// The trace's HTTP steps: a call to an HTTP port whose listener is TCP reaches the cluster
+// without its HTTP routes; a short name that DNS resolves for the service but whose domain
+// another host's virtual host holds sends the call there.
+func TestTraceHTTPSteps(t *testing.T) {
+	x := Proxy{Namespace: "a", Labels: map[string]string{"app": "x"}}
+	tcpPort := tracePredictor(t, `apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: a}
+spec:
+  egress: [{port: {number: 80, protocol: TCP, name: tcp}, hosts: ["./web.a.svc.cluster.local"]}, {hosts: ["./one.ext"]}]
+`)
+	c := tcpPort.Trace(x, []HostPort{{Host: "web.a.svc.cluster.local", Port: 80}})
+	if len(c) != 1 || c[0].Reached || c[0].Step != StepHTTPRoutes || c[0].Listener != "10.96.0.5_80" ||
+		c[0].Cluster != "outbound|80||web.a.svc.cluster.local" {
+		t.Errorf("an HTTP port under a TCP port listener: %+v", c)
+	}
+	shadow := tracePredictor(t, `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: short, namespace: a}
+spec: {hosts: [web.a], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS}
+`)
+	c = shadow.Trace(x, []HostPort{{Host: "web.a.svc.cluster.local", Port: 80}})
+	if len(c) != 1 || c[0].Reached || c[0].Step != StepVirtualHost || c[0].Name != "web.a" || c[0].VirtualHost != "web.a:80" {
+		t.Errorf("a short name another host takes: %+v", c)
 	}
 }

@@ -153,6 +153,86 @@ resource "meshscope_workload_scope" "x" {
 			summary: "Invalid Namespace Name",
 			path:    "namespace",
 		},
+		// The trace (R62): each declared call is followed through the listeners and routes of the
+		// scope's Sidecar, and a call that does not reach its service is refused on its dependency,
+		// naming the step and the fix.
+		"a declared call another ServiceEntry's filter chain takes": {
+			extra: []string{heredoc(strings.TrimSuffix(fixture.SharedTCPPort, "\n"))},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "foo"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "cache-a.example.com" }, { service = "cache-b.example.com" }]
+}`,
+			// Both share 0.0.0.0_6379, whose first filter chain matches every connection (R58).
+			err:     `(?s)Declared Call Not Reached.*to\s+cache-b\.example\.com\s+port\s+6379.*filter\s+chain\s+step.*listener\s+0\.0\.0\.0_6379\s+sends\s+TCP\s+to\s+cache-a\.example\.com.*give\s+the\s+ServiceEntries\s+addresses`,
+			summary: "Declared Call Not Reached",
+			path:    "dependencies[*]",
+		},
+		"a declared call no listener takes goes to PassthroughCluster": {
+			extra: []string{heredoc(`apiVersion: v1
+kind: Service
+metadata: {name: status, namespace: foo}
+spec: {selector: {app: status}, ports: [{name: http-status, port: 15021}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "status.foo", ports = [15021] }]
+}`,
+			// An HTTP port on the sidecar's own status port gets no outbound listener (R52).
+			err:     `(?s)Declared Call Not Reached.*to\s+status\.foo\.svc\.cluster\.local\s+port\s+15021.*listener\s+step,\s+no\s+listener\s+takes\s+port\s+15021;\s+the\s+call\s+goes\s+to\s+PassthroughCluster.*serve\s+the\s+service\s+on\s+another\s+port`,
+			summary: "Declared Call Not Reached",
+			path:    "dependencies[*]",
+		},
+		"a declared call no listener takes goes to BlackHoleCluster under REGISTRY_ONLY": {
+			extra: []string{heredoc(`apiVersion: v1
+kind: Service
+metadata: {name: status, namespace: foo}
+spec: {selector: {app: status}, ports: [{name: http-status, port: 15021}]}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace               = "bar"
+  workload_selector       = { app = "test-app" }
+  outbound_traffic_policy = "REGISTRY_ONLY"
+  dependencies            = [{ service = "status.foo", ports = [15021] }]
+}`,
+			err:     `(?s)Declared Call Not Reached.*no\s+listener\s+takes\s+port\s+15021;\s+the\s+call\s+goes\s+to\s+BlackHoleCluster`,
+			summary: "Declared Call Not Reached",
+			path:    "dependencies[*]",
+		},
+		"a declared HTTP call whose port listener is TCP": {
+			extra: []string{heredoc(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: legacy, namespace: foo}
+spec: {hosts: [legacy.example.com], ports: [{number: 80, name: tcp-legacy, protocol: TCP}], resolution: DNS, location: MESH_EXTERNAL}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "foo.foo", ports = [80] }, { service = "legacy.example.com", ports = [80] }]
+}`,
+			// One port listener per port: meshscope makes it TCP, and foo.foo's HTTP routes go.
+			err:     `(?s)Declared Call Not Reached.*to\s+foo\.foo\.svc\.cluster\.local\s+port\s+80.*http\s+routes\s+step.*no\s+HTTP\s+route\s+for\s+port\s+80.*Make\s+port\s+80\s+HTTP`,
+			summary: "Declared Call Not Reached",
+			path:    "dependencies[*]",
+		},
+		"a declared call whose short name another host's virtual host takes": {
+			extra: []string{heredoc(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: foo-foo, namespace: bar}
+spec: {hosts: [foo.foo], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS, location: MESH_EXTERNAL}`)},
+			config: `
+resource "meshscope_workload_scope" "x" {
+  namespace         = "bar"
+  workload_selector = { app = "test-app" }
+  dependencies      = [{ service = "foo.foo", ports = [80] }, { service = "bar/*" }]
+}`,
+			// bar's ServiceEntry host foo.foo is also the name bar's pods call foo.foo.svc.cluster.local by.
+			err:     `(?s)Declared Call Not Reached.*to\s+foo\.foo\.svc\.cluster\.local\s+port\s+80.*virtual\s+host\s+step.*the\s+name\s+foo\.foo.*Call\s+the\s+service\s+by\s+its\s+FQDN`,
+			summary: "Declared Call Not Reached",
+			path:    "dependencies[*]",
+		},
 		"max_clusters exceeded": {
 			config: `
 resource "meshscope_workload_scope" "x" {
@@ -430,19 +510,6 @@ resource "meshscope_workload_scope" "x" {
 			summary: "Port Not Exposed",
 			attr:    "dependencies",
 			detail:  `"kube-system/\*" declares port 8080, but no service in namespace "kube-system" exposes it`,
-		},
-		"two ServiceEntries without addresses share a TCP port": {
-			extra: []string{heredoc(strings.TrimSuffix(fixture.SharedTCPPort, "\n"))},
-			config: `
-resource "meshscope_workload_scope" "x" {
-  namespace         = "foo"
-  workload_selector = { app = "test-app" }
-  dependencies      = [{ service = "cache-a.example.com" }, { service = "cache-b.example.com" }]
-}`,
-			// Both share 0.0.0.0_6379, whose first filter chain matches every connection (R58, R62).
-			summary: "Declared Call Not Reached",
-			attr:    "dependencies",
-			detail:  `a call from "foo/Deployment/test-app" to cache-b\.example\.com port 6379 would not reach the service: listener 0\.0\.0\.0_6379 sends TCP to cache-a\.example\.com`,
 		},
 		"REGISTRY_ONLY with an ExternalName dependency no ServiceEntry covers": {
 			extra: []string{externalName},

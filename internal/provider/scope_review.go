@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/census"
+	"github.com/meshscope/terraform-provider-meshscope/internal/predict"
 	"github.com/meshscope/terraform-provider-meshscope/internal/review"
 	"github.com/meshscope/terraform-provider-meshscope/internal/scope"
 )
@@ -81,8 +82,8 @@ func checkBudget(diags *diag.Diagnostics, budget types.Int64, s *review.Scope, d
 	}
 }
 
-// addUnreached reports, on the dependency's element, each declared call that a governed workload
-// would not get through to its service (R62).
+// addUnreached refuses, on the dependency's element, each declared call that a governed workload
+// would not get through to its service (R62), naming the step where it goes astray and the fix.
 func addUnreached(diags *diag.Diagnostics, ws []review.Workload, deps []attr.Value) {
 	for _, w := range ws {
 		for _, c := range w.Unreached {
@@ -90,14 +91,34 @@ func addUnreached(diags *diag.Diagnostics, ws []review.Workload, deps []attr.Val
 			if c.Dependency >= 0 && c.Dependency < len(deps) {
 				p = p.AtSetValue(deps[c.Dependency])
 			}
-			diags.AddAttributeWarning(p, review.CodeCallNotReached.Summary(),
-				fmt.Sprintf("Under this scope, a call from %q to %s port %d would not reach the service: %s. "+
-					"The dependency is declared, but the proxy's configuration does not route the call to it. "+
-					"Follow it with `terraform-provider-meshscope proxy-config listener` and `route` for this workload; "+
-					"a ServiceEntry without addresses shares its TCP port's listener with every other such ServiceEntry, "+
-					"so give it addresses (or another port).", w.Key, c.Host, c.Port, c.Why))
+			diags.AddAttributeError(p, review.CodeCallNotReached.Summary(),
+				fmt.Sprintf("Under this scope, a call from %q to %s port %d would not reach the service: at the %s step, %s. %s "+
+					"Follow the call with `terraform-provider-meshscope proxy-config listener` and `route` for this workload.",
+					w.Key, c.Host, c.Port, c.Step, c.Why, unreachedFix(c.Call)))
 		}
 	}
+}
+
+// unreachedFix is what to change for a call astray at its step.
+func unreachedFix(c predict.Call) string {
+	switch c.Step {
+	case predict.StepImport:
+		return "The scope's Sidecar does not import that service port: check that the service exposes the port over TCP " +
+			"and is exported to this namespace."
+	case predict.StepListener:
+		return fmt.Sprintf("istiod builds no outbound listener on port %d for this proxy (15001, 15006, 15021 and 15090 are the "+
+			"sidecar's own ports, where an HTTP service gets none): serve the service on another port.", c.Port)
+	case predict.StepFilterChain:
+		return "A ServiceEntry without addresses shares its TCP port's listener with every other service there, and the first one's " +
+			"filter chain takes every connection: give the ServiceEntries addresses, or put them on ports of their own."
+	case predict.StepHTTPRoutes:
+		return fmt.Sprintf("Make port %d HTTP for every service on it: declare the protocol of the service's port (a port name "+
+			"`http-...` or `appProtocol`), of the other services' on the port, and of any Sidecar egress listener on it.", c.Port)
+	case predict.StepVirtualHost:
+		return fmt.Sprintf("The name %s does not reach the service's virtual host: another service's host takes it, or no domain "+
+			"has it. Call the service by its FQDN %s, or rename the host that takes the name.", c.Name, c.Host)
+	}
+	return ""
 }
 
 // addNoSidecar reports the selected workloads that run no sidecar: a gateway a selector picks

@@ -31,8 +31,8 @@ var (
 		"A reviewed workload's pods ask for something istiod adds clusters for that meshscope does not predict (HBONE listening, a credential socket).")
 	CodeReroutedHostNotImported = define("MS3013", problem.Warning, "Rerouted Host Not Imported",
 		"A workload's calls counted under a host reach it through a VirtualService of another host that the workload would have no cluster for. Istio's metrics name the host after routing, so the calls may be calls to the VirtualService's host: without it the VirtualService is not imported, and those calls lose their route.")
-	CodeCallNotReached = define("MS3014", problem.Warning, "Declared Call Not Reached",
-		"A declared call, followed through the listeners and routes a workload would get under the scope, does not reach its service: no listener takes it, its route has no virtual host for it, or another service's filter chain takes its port.")
+	CodeCallNotReached = define("MS3014", problem.Error, "Declared Call Not Reached",
+		"A declared call, followed through the listeners and routes a workload would get under the scope, does not reach its service: the proxy does not import it, no listener takes its port, another service's filter chain takes its port, its HTTP routes are lost to a TCP listener, or its route has no virtual host for a name it may be called by.")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )

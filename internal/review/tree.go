@@ -58,7 +58,8 @@ type Change struct {
 	// VirtualService of another host which the head tree drops and the base tree keeps.
 	Rerouted []ReroutedCall
 	// Unreached are the calls the head tree's Sidecar names for the workload (its exact egress
-	// hosts) that, followed through its listeners and routes, do not reach their service (R62).
+	// hosts) that, followed through its listeners and routes, do not reach their service (R62),
+	// and do under the base tree: the calls the change breaks.
 	Unreached []predict.Call
 }
 
@@ -131,11 +132,11 @@ func (t *Tree) Each(fn func(Change) error) error {
 			}
 		}
 		if s.inHead {
-			for _, call := range t.head.Trace(s.head.Proxy(), t.head.SidecarCalls(s.head.Proxy())) {
-				if !call.Reached {
-					c.Unreached = append(c.Unreached, call)
-				}
+			var base *predict.WorkloadProxy
+			if s.inBase {
+				base = &s.first
 			}
+			c.Unreached = t.brokenCalls(s.head, base)
 		}
 		if t.ev != nil && s.inHead {
 			c.Cut = t.cuts(s.head, s.inBase)
@@ -151,6 +152,27 @@ func (t *Tree) Each(fn func(Change) error) error {
 		}
 	}
 	return nil
+}
+
+// brokenCalls are the calls the head tree's Sidecar names for a workload that do not reach
+// their service under head, and do under base (or that base has no workload to make).
+func (t *Tree) brokenCalls(head predict.WorkloadProxy, base *predict.WorkloadProxy) []predict.Call {
+	var broken []predict.Call
+	var again []predict.HostPort
+	for _, call := range t.head.Trace(head.Proxy(), t.head.SidecarCalls(head.Proxy())) {
+		if !call.Reached {
+			broken = append(broken, call)
+			again = append(again, predict.HostPort{Host: call.Host, Port: call.Port})
+		}
+	}
+	if len(broken) == 0 || base == nil {
+		return broken
+	}
+	before := t.base.Trace(base.Proxy(), again)
+	return slices.DeleteFunc(broken, func(c predict.Call) bool {
+		i := slices.IndexFunc(before, func(b predict.Call) bool { return b.Host == c.Host && b.Port == c.Port })
+		return i >= 0 && !before[i].Reached
+	})
 }
 
 // EachUnchangedCut calls fn with each workload of the head tree whose observed calls the head
