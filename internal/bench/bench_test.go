@@ -188,6 +188,50 @@ func BenchmarkPredictAll(b *testing.B) {
 	}
 }
 
+// BenchmarkPredictAllXDS is BenchmarkPredictAll with the rest of what a review counts of each
+// proxy: its listeners (ListenerCount), route configurations and virtual hosts (RouteCount) and
+// the endpoints of its EDS clusters (EndpointCount), besides its clusters.
+func BenchmarkPredictAllXDS(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		for _, pol := range benchPolicies() {
+			b.Run(fmt.Sprintf("services=%d/policy=%s", n, pol), func(b *testing.B) {
+				inv, proxies := load(b, n, pol)
+				var index time.Duration
+				var clusters, listeners, routes, vhosts, endpoints int
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					p, err := predict.New(inv, predict.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					index += time.Since(t0)
+					clusters, listeners, routes, vhosts, endpoints = 0, 0, 0, 0, 0
+					for _, px := range proxies {
+						res := p.Predict(px)
+						clusters += len(res.Clusters)
+						listeners += p.ListenerCount(px)
+						r, v := p.RouteCount(px)
+						routes, vhosts = routes+r, vhosts+v
+						endpoints += p.EndpointCount(res)
+					}
+				}
+				b.StopTimer()
+				runs, np := float64(b.N), float64(len(proxies))
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs/np, "ns/proxy")
+				b.ReportMetric(float64(index.Nanoseconds())/runs/1e6, "index-ms")
+				b.ReportMetric(float64(clusters)/np, "clusters/proxy")
+				b.ReportMetric(float64(listeners)/np, "listeners/proxy")
+				b.ReportMetric(float64(routes)/np, "routes/proxy")
+				b.ReportMetric(float64(vhosts)/np, "vhosts/proxy")
+				b.ReportMetric(float64(endpoints)/np, "endpoints/proxy")
+				b.ReportMetric(np, "proxies")
+			})
+		}
+	}
+}
+
 // BenchmarkPredictProxy predicts one proxy per operation, taken in turn from 64
 // proxies spread over the mesh, on an indexed inventory whose scopes are
 // computed: the steady state, comparable with one BuildClusters call of istiod

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -27,10 +28,51 @@ type Endpoint struct {
 // Endpoints returns the endpoints of every EDS cluster of a prediction (Predict's), sorted by
 // cluster, address and port.
 func (p *Predictor) Endpoints(res *Result) []Endpoint {
-	proxy := res.Proxy
-	if s := p.siblings[proxy.Version]; s != nil {
+	if s := p.siblings[res.Proxy.Version]; s != nil {
 		return s.Endpoints(res)
 	}
+	var out []Endpoint
+	p.eachEDS(res, func(name string, eps []svcEndpoint, subset map[string]string) {
+		out = appendEndpoints(out, name, eps, subset)
+	})
+	slices.SortFunc(out, func(a, b Endpoint) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}
+
+// EndpointCount is len(Endpoints(res)), without the list: a proxy of a scope whose outbound
+// clusters every proxy shares (no DestinationRule selects workloads) reads the scope's count.
+func (p *Predictor) EndpointCount(res *Result) int {
+	if s := p.siblings[res.Proxy.Version]; s != nil {
+		return s.EndpointCount(res)
+	}
+	scope := p.scope(p.ix.sidecarFor(res.Proxy), res.Proxy.Namespace)
+	if scope.labelFree {
+		scope.epMu.Lock()
+		defer scope.epMu.Unlock()
+		if scope.epCounted {
+			return scope.epCount
+		}
+	}
+	n := 0
+	p.eachEDS(res, func(_ string, eps []svcEndpoint, subset map[string]string) {
+		for _, e := range eps {
+			if istioconfig.LabelsSubset(subset, e.labels) {
+				n++
+			}
+		}
+	})
+	if scope.labelFree {
+		scope.epCount, scope.epCounted = n, true
+	}
+	return n
+}
+
+// eachEDS calls fn with every EDS cluster of a prediction, its service port's endpoints and the
+// labels of its subset (nil for none).
+func (p *Predictor) eachEDS(res *Result, fn func(cluster string, eps []svcEndpoint, subset map[string]string)) {
+	proxy := res.Proxy
 	ix := p.ix
 	eds := map[string]bool{}
 	for _, c := range res.Clusters {
@@ -39,7 +81,6 @@ func (p *Predictor) Endpoints(res *Result) []Endpoint {
 		}
 	}
 	scope := p.scope(ix.sidecarFor(proxy), proxy.Namespace)
-	var out []Endpoint
 	for _, s := range scope.services {
 		dr := scope.destinationRuleFor(proxy, s.svc.host)
 		for _, port := range s.ports {
@@ -58,17 +99,46 @@ func (p *Predictor) Endpoints(res *Result) []Endpoint {
 					continue
 				}
 				if eps == nil {
-					eps = ix.serviceEndpoints(s.svc, port)
+					eps = ix.serviceEndpointsOnce(s.svc, port)
 				}
-				out = appendEndpoints(out, name, eps, subsets[i])
+				fn(name, eps, subsets[i])
 				delete(eds, name) // a name istiod builds twice (R32) has one load assignment
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Endpoint) int {
-		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
-	})
-	return out
+}
+
+// serviceEndpointsOnce is serviceEndpoints, computed once per service port of the index.
+func (ix *index) serviceEndpointsOnce(s *service, p svcPort) []svcEndpoint {
+	k := epKey{pos: s.pos, num: p.num, name: p.name}
+	ix.eps.mu.Lock()
+	eps, ok := ix.eps.m[k]
+	ix.eps.mu.Unlock()
+	if ok {
+		return eps
+	}
+	eps = ix.serviceEndpoints(s, p)
+	if eps == nil {
+		eps = []svcEndpoint{}
+	}
+	ix.eps.mu.Lock()
+	if ix.eps.m == nil {
+		ix.eps.m = map[epKey][]svcEndpoint{}
+	}
+	ix.eps.m[k] = eps
+	ix.eps.mu.Unlock()
+	return eps
+}
+
+type epKey struct {
+	pos, num int
+	name     string
+}
+
+// epCache holds an index's endpoints by service port.
+type epCache struct {
+	mu sync.Mutex
+	m  map[epKey][]svcEndpoint
 }
 
 // svcEndpoint is an endpoint of a service port, with the labels subsets select by.

@@ -48,6 +48,8 @@ type index struct {
 	// routeCounts are virtual host counts by route name, shared by the scopes whose routes
 	// are built from the same services and VirtualServices (RouteCount).
 	routeCounts *routeCountCache
+	// eps are the endpoints of service ports, computed on first use (R57).
+	eps *epCache
 
 	// vsPrivate are, per namespace, its own VirtualServices exported to it (R23).
 	vsPrivate map[string][]*vsEntry
@@ -98,7 +100,7 @@ func (ix *index) nsVisible(ns string) bool {
 // DestinationRules and Sidecars.
 func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *index {
 	ix := &index{
-		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{}, routeCounts: &routeCountCache{},
+		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{}, routeCounts: &routeCountCache{}, eps: &epCache{},
 		defSvc:  istioconfig.DefaultExportTo(inv.Mesh.DefaultServiceExportTo),
 		defVS:   istioconfig.DefaultExportTo(inv.Mesh.DefaultVirtualServiceExportTo),
 		defDR:   map[string]bool{},

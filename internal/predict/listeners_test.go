@@ -159,7 +159,7 @@ func countPrefix(xs []string, prefix string) int {
 	return n
 }
 
-// ListenerCount and RouteCount, which the reviews use, count what Listeners and Routes list, for
+// ListenerCount, RouteCount and EndpointCount count what Listeners, Routes and Endpoints list, for
 // every workload of meshes with endpoint listeners of the proxy's own pods, Sidecars, a proxy
 // that captures nothing and VirtualServices that route by the caller's labels.
 func TestListenerCountIsListeners(t *testing.T) {
@@ -210,6 +210,10 @@ func checkCounts(t *testing.T, p *Predictor, w WorkloadProxy) {
 	}
 	if gotR, gotV := p.RouteCount(w.Proxy()); gotR != len(routes) || gotV != vhosts {
 		t.Errorf("%s/%s: RouteCount %d routes, %d virtual hosts; Routes %d, %d", w.Namespace, w.Name, gotR, gotV, len(routes), vhosts)
+	}
+	res := p.Predict(w.Proxy())
+	if got, want := p.EndpointCount(res), len(p.Endpoints(res)); got != want {
+		t.Errorf("%s/%s: EndpointCount %d, Endpoints %d", w.Namespace, w.Name, got, want)
 	}
 }
 

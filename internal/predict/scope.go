@@ -81,6 +81,10 @@ type sidecarScope struct {
 	// routeKey is routeFingerprint, computed on first use.
 	rdsMu    sync.Mutex
 	routeKey string
+	// epCount is a labelFree scope's EndpointCount, once epCounted.
+	epMu      sync.Mutex
+	epCount   int
+	epCounted bool
 }
 
 type listener struct {

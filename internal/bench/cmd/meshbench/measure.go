@@ -134,6 +134,15 @@ func (b *runner) predictor() (Speed, error) {
 				return s, err
 			}
 			r.SteadyNs = values(lines, "BenchmarkPredictProxy"+suffix, "ns/op")
+			run, lines, err = b.benchRun(b.benchBin, b.benchEnv(n, p),
+				"-test.bench", "^BenchmarkPredictAllXDS$", "-test.benchtime", "1x", "-test.count", fmt.Sprint(b.countFor(n, p)))
+			if err != nil {
+				return s, err
+			}
+			x := func(unit string) Sample { return values(lines, "BenchmarkPredictAllXDS"+suffix, unit) }
+			r.XDS = &XDSCounts{EveryProxyNs: x("ns/op"), PerProxyNs: x("ns/proxy"), ListenersPerProxy: x("listeners/proxy").Median(),
+				RoutesPerProxy: x("routes/proxy").Median(), VhostsPerProxy: x("vhosts/proxy").Median(), EndpointsPerProxy: x("endpoints/proxy").Median(),
+				PeakRSSBytes: run.MaxRSS}
 			s.Predictions = append(s.Predictions, r)
 			fmt.Printf("    %-40s %10.1f µs/proxy, every proxy %8.3f s, peak RSS %s\n", "predict"+suffix,
 				r.PerProxyNs.Median()/1e3, r.EveryProxyNs.Median()/1e9, mib(r.PeakRSSBytes))
@@ -167,6 +176,14 @@ func (b *runner) istioRuns() (*Istio, error) {
 			name := fmt.Sprintf("BenchmarkIstioClusters/services=%d/policy=%s", n, p)
 			r := IstioResult{Services: n, Policy: string(p), PerProxyNs: values(lines, name, "ns/op"), P50Ns: values(lines, name, "p50-ns/proxy"),
 				SetupSeconds: values(lines, name, "setup-s"), PeakRSSBytes: run.MaxRSS}
+			run, lines, err = b.benchRun(b.istioBin, env, "-test.bench", "^BenchmarkIstioXDS$", "-test.benchtime", fmt.Sprintf("%dx", k))
+			if err != nil {
+				return nil, err
+			}
+			xname := fmt.Sprintf("BenchmarkIstioXDS/services=%d/policy=%s", n, p)
+			r.XDS = &XDSCounts{PerProxyNs: values(lines, xname, "ns/op"), ListenersPerProxy: values(lines, xname, "listeners/proxy").Median(),
+				RoutesPerProxy: values(lines, xname, "routes/proxy").Median(), VhostsPerProxy: values(lines, xname, "vhosts/proxy").Median(),
+				PeakRSSBytes: run.MaxRSS}
 			if r.Identical, r.Sampled, r.Mismatch, err = compareIstio(b.meshDir(), n, p, filepath.Join(out, fmt.Sprintf("istio-%d-%s.json", n, p))); err != nil {
 				return nil, err
 			}

@@ -43,7 +43,10 @@ const (
 	targetSpeedup        = 100
 	targetEveryProxyWall = 10 * time.Second
 	targetEveryProxyRSS  = 1 << 30
-	targetOfflinePlan    = 30 * time.Second
+	// targetEveryProxyXDS bounds indexing and predicting every proxy's clusters, listeners,
+	// routes and endpoints with meshscope's scopes at the largest size.
+	targetEveryProxyXDS = 2 * time.Second
+	targetOfflinePlan   = 30 * time.Second
 )
 
 // reportSize is the mesh size the floor's cut target is read at.
@@ -106,6 +109,7 @@ type view struct {
 	Scoped   *scopedNote
 	Setup    []setupRow
 	Every    []everyRow
+	XDS      []xdsRow
 	Growth   []growthRow
 	Shared   []sharedRow
 	Plans    []planRow
@@ -183,7 +187,9 @@ type targets struct {
 	CutOK                   bool
 	Speed                   *speedTarget
 	EveryProxy              *everyProxyTarget
-	OfflinePlans            []offlinePlanTarget
+	// EveryProxyXDS is EveryProxy with listeners, routes and endpoints (< 2 s).
+	EveryProxyXDS *everyProxyTarget
+	OfflinePlans  []offlinePlanTarget
 	// Gap compares meshscope with kubectl_manifest; nil unless both were planned.
 	Gap      *gap
 	Diff     *diffView
@@ -257,6 +263,10 @@ func (v *view) targets() targets {
 		withLoad := total + r.load(v.Top).Median()
 		t.EveryProxy = &everyProxyTarget{Prediction: p, TotalNs: total, WithLoadNs: withLoad,
 			OK: withLoad < float64(targetEveryProxyWall) && p.PeakRSSBytes < targetEveryProxyRSS}
+		if p.XDS != nil {
+			total := p.XDS.EveryProxyNs.Median()
+			t.EveryProxyXDS = &everyProxyTarget{Prediction: p, TotalNs: total, OK: total < float64(targetEveryProxyXDS)}
+		}
 	}
 	var live, kubectl *planRow
 	for i, p := range v.Plans {
@@ -329,6 +339,13 @@ type setupRow struct {
 	Istio *IstioResult
 }
 
+// xdsRow is BenchmarkPredictAllXDS on one mesh, beside BenchmarkPredictAll and, where it
+// ran, Istio's BenchmarkIstioXDS on its sample.
+type xdsRow struct {
+	*Prediction
+	Istio *IstioResult
+}
+
 type everyRow struct {
 	*Prediction
 	// WithLoadNs adds loading the YAML to EveryProxyNs's median.
@@ -358,6 +375,13 @@ func (v *view) speed() {
 			}
 			v.PerProxy = append(v.PerProxy, row)
 			v.Every = append(v.Every, everyRow{Prediction: p, WithLoadNs: p.EveryProxyNs.Median() + r.load(n).Median()})
+			if p.XDS != nil {
+				row := xdsRow{Prediction: p}
+				if ir := r.istio(n, pol); ir != nil && ir.XDS != nil {
+					row.Istio = ir
+				}
+				v.XDS = append(v.XDS, row)
+			}
 		}
 		for _, pol := range istioPolicies {
 			if p := r.prediction(n, pol); p != nil {

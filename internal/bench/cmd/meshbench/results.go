@@ -120,6 +120,22 @@ type Prediction struct {
 	SteadyNs Sample `json:"steady_ns"`
 	// PeakRSSBytes is the peak resident set of the BenchmarkPredictAll process.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// XDS is BenchmarkPredictAllXDS: the same with listeners, routes and endpoints; nil in
+	// results recorded before it.
+	XDS *XDSCounts `json:"xds,omitempty"`
+}
+
+// XDSCounts is a run that predicts, besides clusters, the listeners, route configurations,
+// virtual hosts and endpoints of proxies: EveryProxyNs (meshscope: index and every proxy) or
+// PerProxyNs (Istio: one proxy of the sample), and the means per proxy.
+type XDSCounts struct {
+	EveryProxyNs      Sample  `json:"every_proxy_ns,omitempty"`
+	PerProxyNs        Sample  `json:"per_proxy_ns"`
+	ListenersPerProxy float64 `json:"listeners_per_proxy"`
+	RoutesPerProxy    float64 `json:"routes_per_proxy"`
+	VhostsPerProxy    float64 `json:"vhosts_per_proxy"`
+	EndpointsPerProxy float64 `json:"endpoints_per_proxy,omitempty"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
 }
 
 // Istio is the conformance module's BenchmarkIstioClusters.
@@ -130,12 +146,15 @@ type Istio struct {
 
 // IstioResult is Istio's config generator on a sample of one mesh's proxies.
 type IstioResult struct {
-	Services     int    `json:"services"`
-	Policy       string `json:"policy"`
-	PerProxyNs   Sample `json:"per_proxy_ns"`
-	P50Ns        Sample `json:"p50_ns"`
-	SetupSeconds Sample `json:"setup_seconds"`
-	PeakRSSBytes int64  `json:"peak_rss_bytes"`
+	// XDS is BenchmarkIstioXDS on the same sample: BuildClusters, BuildListeners and
+	// BuildHTTPRoutes; nil in results recorded before it.
+	XDS          *XDSCounts `json:"xds,omitempty"`
+	Services     int        `json:"services"`
+	Policy       string     `json:"policy"`
+	PerProxyNs   Sample     `json:"per_proxy_ns"`
+	P50Ns        Sample     `json:"p50_ns"`
+	SetupSeconds Sample     `json:"setup_seconds"`
+	PeakRSSBytes int64      `json:"peak_rss_bytes"`
 	// Identical counts the sampled proxies whose cluster lists Istio and the
 	// predictor agree on; Mismatch describes the first disagreement.
 	Identical int    `json:"identical"`
