@@ -160,11 +160,33 @@ func TestListenersSeed(t *testing.T) {
 
 // TestListenersHandWritten compares the listeners on every hand-written case of the cluster
 // suite.
-func TestListenersHandWritten(t *testing.T) {
+func TestListenersHandWritten(t *testing.T) { eachHandWritten(t, compareListeners) }
+
+// compareFunc checks one of meshscope's predictions against Istio on a mesh's proxies and
+// returns how many disagree.
+type compareFunc func(t testing.TB, label, meshYAML string, proxies []Proxy) int
+
+// eachHandWritten runs compare on every hand-written case of the cluster suite.
+func eachHandWritten(t *testing.T, compare compareFunc) {
 	requireCLI(t)
 	for _, c := range handWrittenCases() {
 		t.Run(c.name, func(t *testing.T) {
-			compareListeners(t, c.name+" ["+c.rules+"]", joinYAML(c.files(t)...), c.proxies)
+			compare(t, c.name+" ["+c.rules+"]", joinYAML(c.files(t)...), c.proxies)
+		})
+	}
+}
+
+// eachRouteAndListenerCase runs compare on the route cases and the listener cases.
+func eachRouteAndListenerCase(t *testing.T, compare compareFunc) {
+	requireCLI(t)
+	for _, c := range rdsCases() {
+		t.Run(c.name, func(t *testing.T) {
+			compare(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
+		})
+	}
+	for _, c := range ldsCases() {
+		t.Run(c.name, func(t *testing.T) {
+			compare(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
 		})
 	}
 }
@@ -174,7 +196,7 @@ func TestListenersRandom(t *testing.T) { eachRandomMesh(t, compareListeners) }
 
 // eachRandomMesh runs compare on every random mesh of the flags and names the seeds on which
 // some proxy disagreed.
-func eachRandomMesh(t *testing.T, compare func(t testing.TB, label, meshYAML string, proxies []Proxy) int) {
+func eachRandomMesh(t *testing.T, compare compareFunc) {
 	requireCLI(t)
 	var failed []string
 	for i := 0; i < *flagMeshes; i++ {

@@ -82,30 +82,11 @@ func TestRoutesSeed(t *testing.T) {
 }
 
 // TestRoutesHandWritten compares the routes on every hand-written case of the cluster suite.
-func TestRoutesHandWritten(t *testing.T) {
-	requireCLI(t)
-	for _, c := range handWrittenCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareRoutes(t, c.name+" ["+c.rules+"]", joinYAML(c.files(t)...), c.proxies)
-		})
-	}
-}
+func TestRoutesHandWritten(t *testing.T) { eachHandWritten(t, compareRoutes) }
 
 // TestRouteCases compares the routes on the route cases and on the listener cases (binds,
 // capture modes, ServiceEntry addresses).
-func TestRouteCases(t *testing.T) {
-	requireCLI(t)
-	for _, c := range rdsCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareRoutes(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
-		})
-	}
-	for _, c := range ldsCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareRoutes(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
-		})
-	}
-}
+func TestRouteCases(t *testing.T) { eachRouteAndListenerCase(t, compareRoutes) }
 
 // TestRoutesRandom compares the routes of every proxy of the random meshes.
 func TestRoutesRandom(t *testing.T) { eachRandomMesh(t, compareRoutes) }

@@ -216,29 +216,10 @@ func TestTraceSeed(t *testing.T) {
 }
 
 // TestTraceHandWritten follows the calls on every hand-written case of the cluster suite.
-func TestTraceHandWritten(t *testing.T) {
-	requireCLI(t)
-	for _, c := range handWrittenCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareTrace(t, c.name+" ["+c.rules+"]", joinYAML(c.files(t)...), c.proxies)
-		})
-	}
-}
+func TestTraceHandWritten(t *testing.T) { eachHandWritten(t, compareTrace) }
 
 // TestTraceCases follows the calls on the route and listener cases.
-func TestTraceCases(t *testing.T) {
-	requireCLI(t)
-	for _, c := range rdsCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareTrace(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
-		})
-	}
-	for _, c := range ldsCases() {
-		t.Run(c.name, func(t *testing.T) {
-			compareTrace(t, c.name+" ["+c.rules+"]", c.mesh(t), c.proxies)
-		})
-	}
-}
+func TestTraceCases(t *testing.T) { eachRouteAndListenerCase(t, compareTrace) }
 
 // TestTraceRandom follows the calls of every proxy of the random meshes.
 func TestTraceRandom(t *testing.T) { eachRandomMesh(t, compareTrace) }

@@ -16,6 +16,11 @@ import (
 // Plan-time errors of the review (issue 3). The errors of the foundation are in
 // TestWorkloadScopeResource_BadInputIsAnAttributeError; both are checked through the real terraform plan.
 func TestWorkloadScopeResource_planErrors(t *testing.T) {
+	// An HTTP service on the sidecar's own status port, where istiod builds no outbound listener.
+	statusPort := heredoc(`apiVersion: v1
+kind: Service
+metadata: {name: status, namespace: foo}
+spec: {selector: {app: status}, ports: [{name: http-status, port: 15021}]}`)
 	namespaceDefault := heredoc(`apiVersion: networking.istio.io/v1
 kind: Sidecar
 metadata:
@@ -170,10 +175,7 @@ resource "meshscope_workload_scope" "x" {
 			path:    "dependencies[*]",
 		},
 		"a declared call no listener takes goes to PassthroughCluster": {
-			extra: []string{heredoc(`apiVersion: v1
-kind: Service
-metadata: {name: status, namespace: foo}
-spec: {selector: {app: status}, ports: [{name: http-status, port: 15021}]}`)},
+			extra: []string{statusPort},
 			config: `
 resource "meshscope_workload_scope" "x" {
   namespace         = "bar"
@@ -186,10 +188,7 @@ resource "meshscope_workload_scope" "x" {
 			path:    "dependencies[*]",
 		},
 		"a declared call no listener takes goes to BlackHoleCluster under REGISTRY_ONLY": {
-			extra: []string{heredoc(`apiVersion: v1
-kind: Service
-metadata: {name: status, namespace: foo}
-spec: {selector: {app: status}, ports: [{name: http-status, port: 15021}]}`)},
+			extra: []string{statusPort},
 			config: `
 resource "meshscope_workload_scope" "x" {
   namespace               = "bar"
