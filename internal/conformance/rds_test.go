@@ -186,6 +186,21 @@ spec:
 			want: map[*Proxy][]string{&ldsFoo: {"7080\tnothere.example.com:7080\tnothere.example.com", "80\tblock_all\t*"}},
 			gone: map[*Proxy][]string{&ldsFoo: {"elsewhere.example.com", "allow_any"}},
 		},
+		{
+			// A ServiceEntry host that is also a short name of a Service (bar.bar for
+			// bar.bar.svc.cluster.local) keeps that domain: the Service's virtual host loses it, and
+			// a call to the Service by that name reaches the ServiceEntry (the trace's virtual host
+			// step, R62).
+			name: "rds-short-name-taken", rules: "R60 R62",
+			extra: []string{`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: bar-bar, namespace: foo}
+spec: {hosts: [bar.bar], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS, location: MESH_EXTERNAL}
+`},
+			proxies: []Proxy{ldsFoo},
+			want:    map[*Proxy][]string{&ldsFoo: {"80\tbar.bar:80\tbar.bar,bar.bar."}},
+			gone:    map[*Proxy][]string{&ldsFoo: {",bar.bar,"}},
+		},
 	}
 }
 
