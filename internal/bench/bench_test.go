@@ -139,6 +139,19 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+// eachMesh runs bench on every size and policy of the environment, as a sub-benchmark, with
+// the mesh's inventory and its proxies.
+func eachMesh(b *testing.B, bench func(b *testing.B, inv *mesh.Inventory, proxies []predict.Proxy)) {
+	for _, n := range benchSizes(b) {
+		for _, pol := range benchPolicies() {
+			b.Run(fmt.Sprintf("services=%d/policy=%s", n, pol), func(b *testing.B) {
+				inv, proxies := load(b, n, pol)
+				bench(b, inv, proxies)
+			})
+		}
+	}
+}
+
 // BenchmarkPredictAll indexes the inventory and predicts every proxy of the
 // mesh, as `terraform plan` or the command line does for a whole mesh. One
 // operation is the whole mesh; ns/proxy divides it by the number of proxies.
@@ -146,90 +159,80 @@ func BenchmarkLoad(b *testing.B) {
 // computes its Sidecar's scope, second-ns/proxy over the other workloads, which
 // find it computed.
 func BenchmarkPredictAll(b *testing.B) {
-	for _, n := range benchSizes(b) {
-		for _, pol := range benchPolicies() {
-			b.Run(fmt.Sprintf("services=%d/policy=%s", n, pol), func(b *testing.B) {
-				inv, proxies := load(b, n, pol)
-				half := len(proxies) / 2
-				var index, first, second time.Duration
-				clusters := 0
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					p, err := predict.New(inv, predict.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					t1 := time.Now()
-					clusters = 0
-					for _, px := range proxies[:half] {
-						clusters += len(p.Predict(px).Clusters)
-					}
-					t2 := time.Now()
-					for _, px := range proxies[half:] {
-						clusters += len(p.Predict(px).Clusters)
-					}
-					t3 := time.Now()
-					index += t1.Sub(t0)
-					first += t2.Sub(t1)
-					second += t3.Sub(t2)
-				}
-				b.StopTimer()
-				runs := float64(b.N)
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs/float64(len(proxies)), "ns/proxy")
-				b.ReportMetric(float64(index.Nanoseconds())/runs/1e6, "index-ms")
-				b.ReportMetric(float64(first.Nanoseconds())/runs/float64(half), "first-ns/proxy")
-				b.ReportMetric(float64(second.Nanoseconds())/runs/float64(len(proxies)-half), "second-ns/proxy")
-				b.ReportMetric(float64(clusters)/float64(len(proxies)), "clusters/proxy")
-				b.ReportMetric(float64(len(proxies)), "proxies")
-			})
+	eachMesh(b, func(b *testing.B, inv *mesh.Inventory, proxies []predict.Proxy) {
+		half := len(proxies) / 2
+		var index, first, second time.Duration
+		clusters := 0
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			p, err := predict.New(inv, predict.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			clusters = 0
+			for _, px := range proxies[:half] {
+				clusters += len(p.Predict(px).Clusters)
+			}
+			t2 := time.Now()
+			for _, px := range proxies[half:] {
+				clusters += len(p.Predict(px).Clusters)
+			}
+			t3 := time.Now()
+			index += t1.Sub(t0)
+			first += t2.Sub(t1)
+			second += t3.Sub(t2)
 		}
-	}
+		b.StopTimer()
+		runs := float64(b.N)
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs/float64(len(proxies)), "ns/proxy")
+		b.ReportMetric(float64(index.Nanoseconds())/runs/1e6, "index-ms")
+		b.ReportMetric(float64(first.Nanoseconds())/runs/float64(half), "first-ns/proxy")
+		b.ReportMetric(float64(second.Nanoseconds())/runs/float64(len(proxies)-half), "second-ns/proxy")
+		b.ReportMetric(float64(clusters)/float64(len(proxies)), "clusters/proxy")
+		b.ReportMetric(float64(len(proxies)), "proxies")
+	})
 }
 
 // BenchmarkPredictAllXDS is BenchmarkPredictAll with the rest of what a review counts of each
 // proxy: its listeners (ListenerCount), route configurations and virtual hosts (RouteCount) and
 // the endpoints of its EDS clusters (EndpointCount), besides its clusters.
 func BenchmarkPredictAllXDS(b *testing.B) {
-	for _, n := range benchSizes(b) {
-		for _, pol := range benchPolicies() {
-			b.Run(fmt.Sprintf("services=%d/policy=%s", n, pol), func(b *testing.B) {
-				inv, proxies := load(b, n, pol)
-				var index time.Duration
-				var clusters, listeners, routes, vhosts, endpoints int
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					p, err := predict.New(inv, predict.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					index += time.Since(t0)
-					clusters, listeners, routes, vhosts, endpoints = 0, 0, 0, 0, 0
-					for _, px := range proxies {
-						res := p.Predict(px)
-						clusters += len(res.Clusters)
-						listeners += p.ListenerCount(px)
-						r, v := p.RouteCount(px)
-						routes, vhosts = routes+r, vhosts+v
-						endpoints += p.EndpointCount(res)
-					}
-				}
-				b.StopTimer()
-				runs, np := float64(b.N), float64(len(proxies))
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs/np, "ns/proxy")
-				b.ReportMetric(float64(index.Nanoseconds())/runs/1e6, "index-ms")
-				b.ReportMetric(float64(clusters)/np, "clusters/proxy")
-				b.ReportMetric(float64(listeners)/np, "listeners/proxy")
-				b.ReportMetric(float64(routes)/np, "routes/proxy")
-				b.ReportMetric(float64(vhosts)/np, "vhosts/proxy")
-				b.ReportMetric(float64(endpoints)/np, "endpoints/proxy")
-				b.ReportMetric(np, "proxies")
-			})
+	eachMesh(b, func(b *testing.B, inv *mesh.Inventory, proxies []predict.Proxy) {
+		var index time.Duration
+		var clusters, listeners, routes, vhosts, endpoints int
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			p, err := predict.New(inv, predict.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			index += time.Since(t0)
+			clusters, listeners, routes, vhosts, endpoints = 0, 0, 0, 0, 0
+			for _, px := range proxies {
+				res := p.Predict(px)
+				clusters += len(res.Clusters)
+				listeners += p.ListenerCount(px)
+				r, v := p.RouteCount(px)
+				routes, vhosts = routes+r, vhosts+v
+				endpoints += p.EndpointCount(res)
+			}
 		}
-	}
+		b.StopTimer()
+		runs, np := float64(b.N), float64(len(proxies))
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs/np, "ns/proxy")
+		b.ReportMetric(float64(index.Nanoseconds())/runs/1e6, "index-ms")
+		b.ReportMetric(float64(clusters)/np, "clusters/proxy")
+		b.ReportMetric(float64(listeners)/np, "listeners/proxy")
+		b.ReportMetric(float64(routes)/np, "routes/proxy")
+		b.ReportMetric(float64(vhosts)/np, "vhosts/proxy")
+		b.ReportMetric(float64(endpoints)/np, "endpoints/proxy")
+		b.ReportMetric(np, "proxies")
+	})
 }
 
 // BenchmarkPredictProxy predicts one proxy per operation, taken in turn from 64
@@ -237,29 +240,24 @@ func BenchmarkPredictAllXDS(b *testing.B) {
 // computed: the steady state, comparable with one BuildClusters call of istiod
 // on an initialised PushContext.
 func BenchmarkPredictProxy(b *testing.B) {
-	for _, n := range benchSizes(b) {
-		for _, pol := range benchPolicies() {
-			b.Run(fmt.Sprintf("services=%d/policy=%s", n, pol), func(b *testing.B) {
-				inv, proxies := load(b, n, pol)
-				p, err := predict.New(inv, predict.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				sample := make([]predict.Proxy, 0, 64)
-				for i := 0; i < 64 && i < len(proxies); i++ {
-					sample = append(sample, proxies[i*len(proxies)/64])
-				}
-				for _, px := range sample {
-					p.Predict(px)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					p.Predict(sample[i%len(sample)])
-				}
-			})
+	eachMesh(b, func(b *testing.B, inv *mesh.Inventory, proxies []predict.Proxy) {
+		p, err := predict.New(inv, predict.Options{})
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
+		sample := make([]predict.Proxy, 0, 64)
+		for i := 0; i < 64 && i < len(proxies); i++ {
+			sample = append(sample, proxies[i*len(proxies)/64])
+		}
+		for _, px := range sample {
+			p.Predict(px)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p.Predict(sample[i%len(sample)])
+		}
+	})
 }
 
 // BenchmarkDiffRollout is the GitOps review of the mesh-wide first rollout: `diff` from the

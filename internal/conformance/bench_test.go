@@ -40,7 +40,10 @@ import (
 // the XDS cache disabled as in the rest of this module. The sorted cluster
 // names of every sampled proxy go to $MESHSCOPE_BENCH_OUT/istio-<n>-<policy>.json,
 // for the main module to compare with its predictor.
-func BenchmarkIstioClusters(b *testing.B) {
+func BenchmarkIstioClusters(b *testing.B) { eachBenchMesh(b, benchIstio) }
+
+// eachBenchMesh runs bench on every size and policy of the environment, as a sub-benchmark.
+func eachBenchMesh(b *testing.B, bench func(b *testing.B, dir, n, pol string)) {
 	dir := os.Getenv("MESHSCOPE_BENCH_DIR")
 	if dir == "" {
 		b.Skip("MESHSCOPE_BENCH_DIR is not set: run `make bench`")
@@ -49,7 +52,7 @@ func BenchmarkIstioClusters(b *testing.B) {
 	for _, n := range benchEnvList(b, "MESHSCOPE_BENCH_SIZES", "1000") {
 		for _, pol := range benchEnvList(b, "MESHSCOPE_BENCH_POLICIES", "none") {
 			b.Run(fmt.Sprintf("services=%s/policy=%s", n, pol), func(b *testing.B) {
-				benchIstio(b, dir, n, pol)
+				bench(b, dir, n, pol)
 			})
 		}
 	}
@@ -59,46 +62,37 @@ func BenchmarkIstioClusters(b *testing.B) {
 // one proxy of the sample, its initialisation and ConfigGeneratorImpl.BuildClusters,
 // BuildListeners and BuildHTTPRoutes on the route names its listeners ask for, the xDS a
 // sidecar subscribes to at connection besides EDS.
-func BenchmarkIstioXDS(b *testing.B) {
-	dir := os.Getenv("MESHSCOPE_BENCH_DIR")
-	if dir == "" {
-		b.Skip("MESHSCOPE_BENCH_DIR is not set: run `make bench`")
-	}
-	quietIstioLogs()
-	for _, n := range benchEnvList(b, "MESHSCOPE_BENCH_SIZES", "1000") {
-		for _, pol := range benchEnvList(b, "MESHSCOPE_BENCH_POLICIES", "none") {
-			b.Run(fmt.Sprintf("services=%s/policy=%s", n, pol), func(b *testing.B) {
-				st := newIstioBench(b, dir, n, pol)
-				push := st.server.PushContext()
-				var listeners, routes, vhosts, proxies int
-				for i := 0; b.Loop(); i++ {
-					j := i % len(st.sample)
-					p := setupProxy(st.server, st.pods[j])
-					req := &model.PushRequest{Push: push}
-					_, _ = st.server.ConfigGen.BuildClusters(p, req)
-					ls := st.server.ConfigGen.BuildListeners(p, push)
-					rs, _ := st.server.ConfigGen.BuildHTTPRoutes(p, req, core.ExtractRoutesFromListeners(ls))
-					if i < len(st.sample) {
-						proxies++
-						listeners += len(ls)
-						routes += len(rs)
-						for _, r := range rs {
-							var rc route.RouteConfiguration
-							if err := r.Resource.UnmarshalTo(&rc); err != nil {
-								b.Fatal(err)
-							}
-							vhosts += len(rc.GetVirtualHosts())
-						}
-					}
+func BenchmarkIstioXDS(b *testing.B) { eachBenchMesh(b, benchIstioXDS) }
+
+func benchIstioXDS(b *testing.B, dir, n, pol string) {
+	st := newIstioBench(b, dir, n, pol)
+	push := st.server.PushContext()
+	var listeners, routes, vhosts, proxies int
+	for i := 0; b.Loop(); i++ {
+		j := i % len(st.sample)
+		p := setupProxy(st.server, st.pods[j])
+		req := &model.PushRequest{Push: push}
+		_, _ = st.server.ConfigGen.BuildClusters(p, req)
+		ls := st.server.ConfigGen.BuildListeners(p, push)
+		rs, _ := st.server.ConfigGen.BuildHTTPRoutes(p, req, core.ExtractRoutesFromListeners(ls))
+		if i < len(st.sample) {
+			proxies++
+			listeners += len(ls)
+			routes += len(rs)
+			for _, r := range rs {
+				var rc route.RouteConfiguration
+				if err := r.Resource.UnmarshalTo(&rc); err != nil {
+					b.Fatal(err)
 				}
-				b.ReportMetric(st.setup.Seconds(), "setup-s")
-				b.ReportMetric(float64(listeners)/float64(proxies), "listeners/proxy")
-				b.ReportMetric(float64(routes)/float64(proxies), "routes/proxy")
-				b.ReportMetric(float64(vhosts)/float64(proxies), "vhosts/proxy")
-				b.ReportMetric(float64(proxies), "proxies")
-			})
+				vhosts += len(rc.GetVirtualHosts())
+			}
 		}
 	}
+	b.ReportMetric(st.setup.Seconds(), "setup-s")
+	b.ReportMetric(float64(listeners)/float64(proxies), "listeners/proxy")
+	b.ReportMetric(float64(routes)/float64(proxies), "routes/proxy")
+	b.ReportMetric(float64(vhosts)/float64(proxies), "vhosts/proxy")
+	b.ReportMetric(float64(proxies), "proxies")
 }
 
 func benchEnvList(b *testing.B, name, def string) []string {

@@ -65,11 +65,7 @@ func (c CLI) Trace(files []string, px Proxy, hosts []string) ([]traceCall, error
 func compareTrace(t testing.TB, label, meshYAML string, proxies []Proxy) int {
 	t.Helper()
 	m := newStateUnderTest(t, label, meshYAML)
-	hosts, addrs, seAddrs := meshHosts(m.inv)
-	vips := map[string]bool{}
-	for _, a := range addrs {
-		vips[a] = true
-	}
+	hosts, vips, seAddrs := meshHosts(m.inv)
 	s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{KubernetesObjects: m.inv.KubeObjects, Configs: m.inv.Configs, MeshConfig: m.inv.Mesh})
 	bad := 0
 	for _, px := range proxies {
@@ -145,23 +141,21 @@ func compareTrace(t testing.TB, label, meshYAML string, proxies []Proxy) int {
 	return bad
 }
 
-// meshHosts are the exact hosts of the mesh's Services and ServiceEntries, sorted; for each,
-// its first address (a Service's cluster IP, "" for a headless one; a ServiceEntry's first
-// address, unknownIP without one), and every address its ServiceEntries give it.
-// ExternalName Services are left out: the call follows the host they name.
-func meshHosts(inv *Inventory) (hosts []string, addrs map[string]string, seAddrs map[string][]string) {
-	addrs, seAddrs = map[string]string{}, map[string][]string{}
+// meshHosts are the exact hosts of the mesh's Services and ServiceEntries, sorted; the
+// addresses of its Services and ServiceEntries (cluster IPs, ServiceEntry addresses); and each
+// host's ServiceEntry addresses. ExternalName Services are left out: the call follows the host
+// they name.
+func meshHosts(inv *Inventory) (hosts []string, vips map[string]bool, seAddrs map[string][]string) {
+	seen := map[string]bool{}
+	vips, seAddrs = map[string]bool{}, map[string][]string{}
 	for _, o := range inv.KubeObjects {
 		svc, ok := o.(*corev1.Service)
 		if !ok || svc.Spec.Type == corev1.ServiceTypeExternalName {
 			continue
 		}
-		h := svc.Name + "." + svc.Namespace + ".svc." + DomainSuffix
-		switch ip := svc.Spec.ClusterIP; ip {
-		case "None", "":
-			addrs[h] = ""
-		default:
-			addrs[h] = ip
+		seen[svc.Name+"."+svc.Namespace+".svc."+DomainSuffix] = true
+		if ip := svc.Spec.ClusterIP; ip != "None" && ip != "" {
+			vips[ip] = true
 		}
 	}
 	for _, c := range inv.Configs {
@@ -169,21 +163,17 @@ func meshHosts(inv *Inventory) (hosts []string, addrs map[string]string, seAddrs
 		if !ok {
 			continue
 		}
+		for _, a := range se.GetAddresses() {
+			vips[a] = true
+		}
 		for _, h := range se.GetHosts() {
-			if strings.Contains(h, "*") {
-				continue
-			}
-			seAddrs[h] = append(seAddrs[h], se.GetAddresses()...)
-			if _, dup := addrs[h]; dup {
-				continue
-			}
-			addrs[h] = unknownIP
-			if a := se.GetAddresses(); len(a) > 0 {
-				addrs[h] = firstHost(a[0])
+			if !strings.Contains(h, "*") {
+				seen[h] = true
+				seAddrs[h] = append(seAddrs[h], se.GetAddresses()...)
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(addrs)), addrs, seAddrs
+	return slices.Sorted(maps.Keys(seen)), vips, seAddrs
 }
 
 // TestTraceSeed follows every call of the seed's proxies, without and with the compiled Sidecar,
