@@ -221,9 +221,9 @@ func writeEndpoints(eps []predict.Endpoint, proxy predict.Proxy, out string, std
 // that meshscope predicts.
 func writeEndpointTable(w io.Writer, eps []predict.Endpoint) {
 	tw := tabwriter.NewWriter(w, 0, 8, 5, ' ', 0)
-	fmt.Fprintln(tw, "ENDPOINT\tCLUSTER")
+	fmt.Fprintln(tw, "ENDPOINT\tSTATUS\tCLUSTER")
 	for _, e := range eps {
-		fmt.Fprintf(tw, "%s\t%s\n", endpointAddress(e), e.Cluster)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", endpointAddress(e), e.Health, e.Cluster)
 	}
 	_ = tw.Flush()
 }

@@ -86,7 +86,15 @@ type Workload struct {
 	// Phase is a Pod's status.phase: set when the Pod was read from a cluster (or a dump of
 	// one), so that its containers are what runs.
 	Phase string
+	// NotReady is set for a Pod with a status whose Ready condition is not True. A Pod without
+	// a status (a manifest) and a controller's pods count as ready.
+	NotReady bool
+	// Terminating is set for a Pod with metadata.deletionTimestamp.
+	Terminating bool
 }
+
+// Terminal reports whether a Pod has completed (phase Succeeded or Failed).
+func (w *Workload) Terminal() bool { return w.Phase == "Succeeded" || w.Phase == "Failed" }
 
 // HasPods reports whether the workload runs at least one pod (replicas is not 0).
 func (w *Workload) HasPods() bool { return w.Replicas == nil || *w.Replicas > 0 }

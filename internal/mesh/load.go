@@ -607,7 +607,8 @@ func decodeKube(kind string, js []byte, src string) (object, bool, error) {
 		}
 		w := &Workload{Meta: meta(kind, "v1", o.ObjectMeta, src), PodLabels: o.Labels, PodAnnotations: o.Annotations,
 			Ports: containerPorts(o.Spec), PodIP: o.Status.PodIP, HostNetwork: o.Spec.HostNetwork,
-			Owner: controllerOf(o.ObjectMeta), GenerateName: o.GenerateName, Phase: string(o.Status.Phase)}
+			Owner: controllerOf(o.ObjectMeta), GenerateName: o.GenerateName, Phase: string(o.Status.Phase),
+			NotReady: o.Status.Phase != "" && !podReady(o.Status), Terminating: o.DeletionTimestamp != nil}
 		w.Proxy, w.Router = proxyContainer(o.Spec)
 		w.CredentialSocket = credentialSocket(o.Spec)
 		return object{workload: w}, true, nil
@@ -841,4 +842,14 @@ func (inv *Inventory) resolveWorkloadRefs(w *Workload) {
 			}
 		}
 	}
+}
+
+// podReady reports whether a Pod's Ready condition is True, as Kubernetes' IsPodReady does.
+func podReady(st corev1.PodStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

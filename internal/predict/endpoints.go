@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
+	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
@@ -23,7 +25,17 @@ type Endpoint struct {
 	Address      string `json:"address"`
 	AddressKnown bool   `json:"address_known"`
 	Port         int    `json:"port"`
+	// Health is the status istiod sends with the endpoint: HEALTHY, UNHEALTHY (a Pod that is
+	// not ready) or DRAINING (a ready Pod being deleted, kept for persistent sessions).
+	Health string `json:"health"`
 }
+
+// The health statuses of endpoints, as Envoy's config.core.v3.HealthStatus names them.
+const (
+	Healthy   = "HEALTHY"
+	Unhealthy = "UNHEALTHY"
+	Draining  = "DRAINING"
+)
 
 // Endpoints returns the endpoints of every EDS cluster of a prediction (Predict's), sorted by
 // cluster, address and port.
@@ -32,8 +44,8 @@ func (p *Predictor) Endpoints(res *Result) []Endpoint {
 		return s.Endpoints(res)
 	}
 	var out []Endpoint
-	p.eachEDS(res, func(name string, eps []svcEndpoint, subset map[string]string) {
-		out = appendEndpoints(out, name, eps, subset)
+	p.eachEDS(res, func(name string, eps []svcEndpoint, sub edsSubset) {
+		out = appendEndpoints(out, name, eps, sub)
 	})
 	slices.SortFunc(out, func(a, b Endpoint) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
@@ -56,9 +68,9 @@ func (p *Predictor) EndpointCount(res *Result) int {
 		}
 	}
 	n := 0
-	p.eachEDS(res, func(_ string, eps []svcEndpoint, subset map[string]string) {
+	p.eachEDS(res, func(_ string, eps []svcEndpoint, sub edsSubset) {
 		for _, e := range eps {
-			if istioconfig.LabelsSubset(subset, e.labels) {
+			if sub.keeps(e) {
 				n++
 			}
 		}
@@ -69,9 +81,20 @@ func (p *Predictor) EndpointCount(res *Result) int {
 	return n
 }
 
-// eachEDS calls fn with every EDS cluster of a prediction, its service port's endpoints and the
-// labels of its subset (nil for none).
-func (p *Predictor) eachEDS(res *Result, fn func(cluster string, eps []svcEndpoint, subset map[string]string)) {
+// edsSubset is what an EDS cluster keeps of its service port's endpoints: those whose labels hold
+// the subset's (nil for none), without the unhealthy ones when dropUnhealthy.
+type edsSubset struct {
+	labels        map[string]string
+	dropUnhealthy bool
+}
+
+func (sub edsSubset) keeps(e svcEndpoint) bool {
+	return istioconfig.LabelsSubset(sub.labels, e.labels) && (!sub.dropUnhealthy || e.Health != Unhealthy)
+}
+
+// eachEDS calls fn with every EDS cluster of a prediction, its service port's endpoints and what
+// the cluster keeps of them.
+func (p *Predictor) eachEDS(res *Result, fn func(cluster string, eps []svcEndpoint, sub edsSubset)) {
 	proxy := res.Proxy
 	ix := p.ix
 	eds := map[string]bool{}
@@ -84,13 +107,14 @@ func (p *Predictor) eachEDS(res *Result, fn func(cluster string, eps []svcEndpoi
 	for _, s := range scope.services {
 		dr := scope.destinationRuleFor(proxy, s.svc.host)
 		for _, port := range s.ports {
+			forced := ix.sendsUnhealthy(s.svc)
 			names := []string{port.cluster}
-			subsets := []map[string]string{nil}
+			subsets := []edsSubset{{dropUnhealthy: !forced && minHealthPercent(dr, port.num, "")}}
 			if dr != nil {
 				// R36: a subset's endpoints are those whose labels hold the subset's.
 				for _, ss := range dr.subsets {
 					names = append(names, outboundName(port.num, ss.GetName(), s.svc.host))
-					subsets = append(subsets, ss.GetLabels())
+					subsets = append(subsets, edsSubset{ss.GetLabels(), !forced && minHealthPercent(dr, port.num, ss.GetName())})
 				}
 			}
 			var eps []svcEndpoint
@@ -147,9 +171,9 @@ type svcEndpoint struct {
 	labels map[string]string
 }
 
-func appendEndpoints(out []Endpoint, cluster string, eps []svcEndpoint, subset map[string]string) []Endpoint {
+func appendEndpoints(out []Endpoint, cluster string, eps []svcEndpoint, sub edsSubset) []Endpoint {
 	for _, e := range eps {
-		if istioconfig.LabelsSubset(subset, e.labels) {
+		if sub.keeps(e) {
 			e.Cluster = cluster
 			out = append(out, e.Endpoint)
 		}
@@ -172,18 +196,24 @@ func (ix *index) serviceEndpoints(s *service, p svcPort) []svcEndpoint {
 			if n, ok := we.GetPorts()[p.name]; ok && n > 0 {
 				port = int(n)
 			}
-			out = append(out, svcEndpoint{Endpoint{Address: we.GetAddress(), AddressKnown: true, Port: port}, we.GetLabels()})
+			out = append(out, svcEndpoint{Endpoint{Address: we.GetAddress(), AddressKnown: true, Port: port, Health: Healthy}, we.GetLabels()})
 		}
 		if len(s.seEndpoints) == 0 && len(s.selector) > 0 {
 			pods, controllers := ix.selected(s.ns, s.selector)
 			for _, w := range append(pods, controllers...) {
+				// istiod's pod handler keeps the Pods that are ready, not completed and not being
+				// deleted as the workloads of a ServiceEntry.
+				if w.Terminal() || w.NotReady || w.Terminating {
+					continue
+				}
 				port := seDefault
 				if n := namedTCPPort(w, p.name); n > 0 {
 					port = n
 				}
-				out = appendPodEndpoints(out, w, port)
+				out = appendPodEndpoints(out, w, port, Healthy)
 			}
 		}
+		out = ix.drain(s, out)
 		// istiod makes one service per address of a ServiceEntry, and each holds every endpoint
 		// of the host: the cluster lists each endpoint once per address.
 		one := out
@@ -201,14 +231,38 @@ func (ix *index) serviceEndpoints(s *service, p svcPort) []svcEndpoint {
 	if slices.Contains(s.exportTo, "~") {
 		return nil
 	}
+	ks := ix.kubeService(s)
 	pods, controllers := ix.selected(s.ns, s.selector)
 	for _, w := range append(pods, controllers...) {
-		if port, ok := ix.targetPort(s, p, w); ok {
-			out = appendPodEndpoints(out, w, port)
+		health, ok := podHealth(ks, w)
+		if !ok {
+			continue
 		}
+		if port, ok := ix.targetPort(s, p, w); ok {
+			out = appendPodEndpoints(out, w, port, health)
+		}
+	}
+	return ix.drain(s, out)
+}
+
+// drain marks DRAINING the endpoints labelled istio.io/draining, and leaves out every draining
+// endpoint unless the service carries istio.io/persistent-session (R57).
+func (ix *index) drain(s *service, eps []svcEndpoint) []svcEndpoint {
+	keep := s.labels[persistentSessionLabel] != ""
+	out := eps[:0]
+	for _, e := range eps {
+		if e.labels[drainingLabel] != "" {
+			e.Health = Draining
+		}
+		if e.Health == Draining && !keep {
+			continue
+		}
+		out = append(out, e)
 	}
 	return out
 }
+
+const drainingLabel = "istio.io/draining"
 
 // selected are the workloads of a namespace whose pods a selector matches: its Pods when the
 // inventory holds any, else the controllers, whose pods it does not.
@@ -231,10 +285,10 @@ func (ix *index) selected(ns string, sel map[string]string) (pods, controllers [
 
 // appendPodEndpoints appends the endpoint of a Pod with an IP, or one per replica of a
 // controller, on port.
-func appendPodEndpoints(out []svcEndpoint, w *mesh.Workload, port int) []svcEndpoint {
+func appendPodEndpoints(out []svcEndpoint, w *mesh.Workload, port int, health string) []svcEndpoint {
 	if w.Kind == "Pod" {
 		if w.PodIP != "" {
-			out = append(out, svcEndpoint{Endpoint{Address: w.PodIP, AddressKnown: true, Port: port}, w.PodLabels})
+			out = append(out, svcEndpoint{Endpoint{Address: w.PodIP, AddressKnown: true, Port: port, Health: health}, w.PodLabels})
 		}
 		return out
 	}
@@ -243,7 +297,7 @@ func appendPodEndpoints(out []svcEndpoint, w *mesh.Workload, port int) []svcEndp
 		n = int(*w.Replicas)
 	}
 	for i := 1; i <= n; i++ {
-		out = append(out, svcEndpoint{Endpoint{Address: "<" + w.Name + "." + w.Namespace + " pod " + strconv.Itoa(i) + " IP>", Port: port}, w.PodLabels})
+		out = append(out, svcEndpoint{Endpoint{Address: "<" + w.Name + "." + w.Namespace + " pod " + strconv.Itoa(i) + " IP>", Port: port, Health: health}, w.PodLabels})
 	}
 	return out
 }
@@ -260,3 +314,92 @@ func (ix *index) targetPort(s *service, p svcPort, w *mesh.Workload) (int, bool)
 	}
 	return 0, false
 }
+
+// minHealthPercent reports whether the traffic policy of an EDS cluster (the DestinationRule's,
+// its port-level settings for port, the subset's over them) sets outlierDetection
+// minHealthPercent above 0: then istiod leaves unhealthy endpoints out (R57), as Envoy's panic
+// threshold would otherwise send traffic to them.
+func minHealthPercent(dr *consolidatedDR, port int, subset string) bool {
+	if dr == nil {
+		return false
+	}
+	od, _ := portOutlier(dr.policy, port)
+	for _, ss := range dr.subsets {
+		if ss.GetName() == subset && subset != "" {
+			if sod, portLevel := portOutlier(ss.GetTrafficPolicy(), port); sod != nil || portLevel {
+				od = sod
+			}
+			break
+		}
+	}
+	return od.GetMinHealthPercent() > 0
+}
+
+// portOutlier is a traffic policy's outlier detection on port: its port-level settings' when
+// they name the port (true: they replace the policy's whole, unset fields included), else its own.
+func portOutlier(p *networking.TrafficPolicy, port int) (*networking.OutlierDetection, bool) {
+	for _, pl := range p.GetPortLevelSettings() {
+		if pl.GetPort() != nil && int(pl.GetPort().GetNumber()) == port {
+			return pl.GetOutlierDetection(), true
+		}
+	}
+	return p.GetOutlierDetection(), false
+}
+
+// sendsUnhealthy reports whether istiod sends a service's unhealthy endpoints whatever its
+// DestinationRule says: a Kubernetes Service with a traffic distribution (spec.trafficDistribution,
+// else the networking.istio.io/traffic-distribution annotation of the Service, else of its
+// namespace) needs them to spill over between zones.
+func (ix *index) sendsUnhealthy(s *service) bool {
+	if !s.k8s {
+		return false
+	}
+	ks := ix.kubeService(s)
+	if ks == nil {
+		return false
+	}
+	if td := ks.Spec.TrafficDistribution; td != nil {
+		switch *td {
+		case corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone,
+			corev1.ServiceTrafficDistributionPreferSameNode:
+			return true
+		}
+	}
+	a := ks.Annotations[trafficDistributionAnnotation]
+	if a == "" {
+		if ns := ix.inv.Namespaces[s.ns]; ns != nil {
+			a = ns.Annotations[trafficDistributionAnnotation]
+		}
+	}
+	switch strings.ToLower(a) {
+	case strings.ToLower(corev1.ServiceTrafficDistributionPreferClose), strings.ToLower(corev1.ServiceTrafficDistributionPreferSameZone),
+		strings.ToLower(corev1.ServiceTrafficDistributionPreferSameNode):
+		return true
+	}
+	return false
+}
+
+const trafficDistributionAnnotation = "networking.istio.io/traffic-distribution"
+
+// podHealth is R57's readiness of a Pod behind a Kubernetes Service, as the EndpointSlice
+// controller writes it and istiod reads it: ready (publishNotReadyAddresses, or a Ready Pod not
+// being deleted) is HEALTHY; a Pod being deleted is dropped, unless it still serves and the
+// Service carries istio.io/persistent-session (DRAINING); any other is UNHEALTHY. ok is false
+// for a Pod that has no endpoint at all (completed).
+func podHealth(ks *mesh.Service, w *mesh.Workload) (health string, ok bool) {
+	if w.Terminal() {
+		return "", false
+	}
+	if (ks != nil && ks.Spec.PublishNotReadyAddresses) || (!w.NotReady && !w.Terminating) {
+		return Healthy, true
+	}
+	if w.Terminating {
+		if !w.NotReady && ks != nil && ks.Labels[persistentSessionLabel] != "" {
+			return Draining, true
+		}
+		return "", false
+	}
+	return Unhealthy, true
+}
+
+const persistentSessionLabel = "istio.io/persistent-session"

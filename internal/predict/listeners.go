@@ -377,9 +377,10 @@ func ownAddresses(s *service, oneOfMany bool) []endpoint {
 	return out
 }
 
-// endpoints are R51's instances of a passthrough service's port: the ready and not-ready pods a
-// headless Service selects, as Kubernetes' EndpointSlice controller lists them, or the pods a
-// ServiceEntry's workloadSelector selects. The proxy's own address is left out. normal is set
+// endpoints are R51's instances of a passthrough service's port: the ready, not-ready and
+// terminating pods a headless Service selects, as Kubernetes' EndpointSlice controller lists them
+// (completed ones are not), or the ready pods a ServiceEntry's workloadSelector selects that are
+// not being deleted. The proxy's own address is left out. normal is set
 // for a ServiceEntry without workloadSelector, which gets the service's own listener instead.
 func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bool) {
 	if !s.k8s && len(s.selector) == 0 {
@@ -395,7 +396,7 @@ func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bo
 	}
 	if len(pods) > 0 {
 		for _, w := range pods {
-			if w.PodIP == "" {
+			if w.PodIP == "" || w.Terminal() || (!s.k8s && (w.NotReady || w.Terminating)) {
 				continue
 			}
 			own := &ldsOwner{ip: w.PodIP}
@@ -438,9 +439,17 @@ func (ix *index) hasTargetPort(s *service, p svcPort, w *mesh.Workload) bool {
 
 // kubePorts are the ports of a Kubernetes service's Service object.
 func (ix *index) kubePorts(s *service) []corev1.ServicePort {
+	if ks := ix.kubeService(s); ks != nil {
+		return ks.Spec.Ports
+	}
+	return nil
+}
+
+// kubeService is the Kubernetes Service a service comes from, nil for a ServiceEntry's.
+func (ix *index) kubeService(s *service) *mesh.Service {
 	for _, ks := range ix.kubeByNs[s.ns] {
 		if ks.Name == s.objName {
-			return ks.Spec.Ports
+			return ks
 		}
 	}
 	return nil

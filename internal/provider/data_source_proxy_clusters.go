@@ -142,10 +142,25 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "The number of virtual hosts over every route configuration, catch-alls included.",
 				Computed:            true,
 			},
+			"endpoints": schema.ListAttribute{
+				MarkdownDescription: "The endpoints of every EDS cluster as `<cluster>/<address>:<port>`, sorted, as `istioctl " +
+					"proxy-config endpoint` lists them, for example `outbound|80||reviews.bookinfo.svc.cluster.local/10.244.0.7:9080`. " +
+					"A Service's are its selected Pods as Kubernetes' EndpointSlice controller lists them: a completed Pod has none, a Pod " +
+					"being deleted none (unless it is ready and the Service carries `istio.io/persistent-session`), a Pod that is not " +
+					"ready one that istiod sends as unhealthy, or leaves out when the DestinationRule sets `outlierDetection.minHealthPercent`. " +
+					"A Pod without a status (a manifest) and a controller's replicas count as ready.",
+				ElementType: types.StringType,
+				Computed:    true,
+			},
+			"unhealthy_endpoints": schema.ListAttribute{
+				MarkdownDescription: "The `endpoints` istiod sends with a status other than HEALTHY (UNHEALTHY: the Pod is not ready; " +
+					"DRAINING), in the same form. Envoy sends them no traffic.",
+				ElementType: types.StringType,
+				Computed:    true,
+			},
 			"endpoint_count": schema.Int64Attribute{
-				MarkdownDescription: "The number of endpoints over every EDS cluster, as `istioctl proxy-config endpoint` lists them " +
-					"(`proxy-config endpoint` on the command line names them). Every pod counts as ready.",
-				Computed: true,
+				MarkdownDescription: "The number of `endpoints`.",
+				Computed:            true,
 			},
 			"endpoints_address_unknown": schema.Int64Attribute{
 				MarkdownDescription: "How many of the endpoints are replicas of workloads whose Pods the inventory does not hold: " +

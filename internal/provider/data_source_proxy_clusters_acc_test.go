@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,17 +12,23 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv"
 	"github.com/meshscope/terraform-provider-meshscope/internal/testenv/xdsprobe"
 )
 
 // randomLiveMesh writes a random mesh into two fresh namespaces: Services with
-// random ports (UDP, named and numeric target ports, headless, exportTo), Running
-// pods behind them, and sometimes a Sidecar and a DestinationRule.
+// random ports (UDP, named and numeric target ports, headless, exportTo,
+// publishNotReadyAddresses), Running pods behind them, some not ready, completed or
+// being deleted, and sometimes a Sidecar and a DestinationRule (with subsets,
+// sometimes outlier detection's minHealthPercent). Kubernetes' own EndpointSlice
+// controller writes the slices. It returns the pods whose proxies run (neither
+// completed nor being deleted).
 func randomLiveMesh(t *testing.T, c *testenv.Cluster, r *rand.Rand, label string) []*corev1.Pod {
 	t.Helper()
 	nss := []string{c.UniqueNamespace(t, "ra", map[string]string{label: "true"}), c.UniqueNamespace(t, "rb", map[string]string{label: "true"})}
+	testenv.StartEndpointSlices(t, c.Env, nss...)
 	portChoices := []int{80, 443, 8080, 9090, 15000 + r.Intn(100)}
 	var pods []*corev1.Pod
 	for ni, ns := range nss {
@@ -54,6 +61,9 @@ func randomLiveMesh(t *testing.T, c *testenv.Cluster, r *rand.Rand, label string
 			if r.Intn(6) == 0 {
 				clusterIP = "clusterIP: None, "
 			}
+			if r.Intn(5) == 0 {
+				clusterIP += "publishNotReadyAddresses: true, "
+			}
 			docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: %s, %s}\nspec: {%sselector: {app: app%d}, ports: [%s]}\n",
 				name, ann, clusterIP, r.Intn(3), strings.Join(ports, ", ")))
 		}
@@ -75,17 +85,43 @@ func randomLiveMesh(t *testing.T, c *testenv.Cluster, r *rand.Rand, label string
 				r.Intn(3), port, strings.Join(hosts, ", ")))
 		}
 		if r.Intn(2) == 0 {
-			docs = append(docs, fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: dr}\nspec: {host: svc%d, subsets: [{name: v1, labels: {version: v1}}]}\n", r.Intn(2)))
+			policy := ""
+			if r.Intn(2) == 0 {
+				policy = "trafficPolicy: {outlierDetection: {minHealthPercent: 50}}, "
+			}
+			docs = append(docs, fmt.Sprintf("apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: dr}\nspec: {host: svc%d, %ssubsets: [{name: v1, labels: {version: v1}}]}\n", r.Intn(2), policy))
 		}
 		c.ApplyYAML(t, strings.Join(docs, "---\n"), testenv.InNamespace(ns))
-		for p := 0; p < 1+r.Intn(2); p++ {
+		for p := 0; p < 1+r.Intn(3); p++ {
 			var cports []corev1.ContainerPort
 			for _, n := range portChoices {
 				cports = append(cports, corev1.ContainerPort{Name: "c" + strconv.Itoa(n), ContainerPort: int32(n), Protocol: corev1.ProtocolTCP}) //nolint:gosec // small
 			}
-			pods = append(pods, c.CreatePodRunning(t, ns, fmt.Sprintf("pod%d", p), map[string]string{"app": fmt.Sprintf("app%d", p)}, testenv.UniqueIP(), cports...))
+			lbls := map[string]string{"app": fmt.Sprintf("app%d", p)}
+			if r.Intn(2) == 0 {
+				lbls["version"] = "v1"
+			}
+			pod := c.CreatePodRunning(t, ns, fmt.Sprintf("pod%d", p), lbls, testenv.UniqueIP(), cports...)
+			switch r.Intn(8) {
+			case 0, 1: // running, not ready: an unhealthy endpoint
+				pod = c.UpdatePodStatus(t, pod, func(st *corev1.PodStatus) {
+					testenv.SetPodCondition(st, corev1.PodReady, corev1.ConditionFalse)
+				})
+			case 2: // completed, as a kubelet marks it (no longer ready): no endpoint, no proxy
+				c.UpdatePodStatus(t, pod, func(st *corev1.PodStatus) {
+					st.Phase = corev1.PodSucceeded
+					testenv.SetPodCondition(st, corev1.PodReady, corev1.ConditionFalse)
+					testenv.SetPodCondition(st, corev1.ContainersReady, corev1.ConditionFalse)
+				})
+				continue
+			case 3: // being deleted (no kubelet finishes it): terminating, no proxy to probe
+				if err := c.Kube.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			pods = append(pods, pod)
 		}
-		c.SyncEndpointSlices(t, ns)
 	}
 	return pods
 }
@@ -111,15 +147,27 @@ func TestAccProxyClusters_randomLive(t *testing.T) {
 			var cfg strings.Builder
 			fmt.Fprintf(&cfg, "provider \"meshscope\" {\n  manifests = [%s]\n  kubernetes {\n    config_path = %q\n  }\n}\n", heredoc(configMap), c.Env.Kubeconfig)
 			for i, p := range pods {
-				fmt.Fprintf(&cfg, "data \"meshscope_proxy_clusters\" \"p%d\" {\n  namespace = %q\n  labels = { app = %q }\n}\n", i, p.Namespace, p.Labels["app"])
+				// Every label of the pod: the data source predicts for a pod with exactly these.
+				var lbls []string
+				for k, v := range p.Labels {
+					lbls = append(lbls, fmt.Sprintf("%q = %q", k, v))
+				}
+				slices.Sort(lbls)
+				fmt.Fprintf(&cfg, "data \"meshscope_proxy_clusters\" \"p%d\" {\n  namespace = %q\n  labels = { %s }\n}\n", i, p.Namespace, strings.Join(lbls, ", "))
 			}
 			check := func(s *terraform.State) error {
+				eps, unhealthy := 0, 0
 				for i, p := range pods {
 					proxy := xdsprobe.Proxy{Namespace: p.Namespace, Name: p.Name, IP: p.Status.PodIP, Labels: p.Labels}
 					if _, err := pushedAsPredicted(s, istiod.ControlPlane(), fmt.Sprintf("p%d", i), proxy); err != nil {
 						return fmt.Errorf("seed %d: %w", seed, err)
 					}
+					attrs := s.RootModule().Resources[fmt.Sprintf("data.meshscope_proxy_clusters.p%d", i)].Primary.Attributes
+					n, _ := strconv.Atoi(attrs["endpoints.#"])
+					u, _ := strconv.Atoi(attrs["unhealthy_endpoints.#"])
+					eps, unhealthy = eps+n, unhealthy+u
 				}
+				t.Logf("seed %d: %d proxies, %d endpoints (%d unhealthy) as istiod pushes them", seed, len(pods), eps, unhealthy)
 				return nil
 			}
 			resource.Test(t, resource.TestCase{
@@ -201,5 +249,33 @@ func pushedAsPredicted(s *terraform.State, cp xdsprobe.ControlPlane, name string
 	if _, err := testenv.WaitPushed(ctx, rds, testenv.Exactly(vhosts)); err != nil {
 		return predicted, fmt.Errorf("istiod never pushed the %d virtual hosts meshscope predicted: %w", len(vhosts), err)
 	}
-	return predicted, nil
+	return predicted, pushedEndpoints(ctx, rs.Primary.Attributes, cp, name, proxy)
+}
+
+// pushedEndpoints waits for istiod to push, over EDS for the proxy's EDS clusters, exactly the
+// endpoints the data source predicted, with the unhealthy ones pushed as UNHEALTHY.
+func pushedEndpoints(ctx context.Context, attrs map[string]string, cp xdsprobe.ControlPlane, name string, proxy xdsprobe.Proxy) error {
+	if u := attrs["endpoints_address_unknown"]; u != "0" {
+		return fmt.Errorf("data source %s: %s endpoints without a known address, from a live inventory", name, u)
+	}
+	eps, err := listAttr(attrs, "endpoints")
+	if err != nil {
+		return fmt.Errorf("data source %s: %w", name, err)
+	}
+	unhealthy, err := listAttr(attrs, "unhealthy_endpoints")
+	if err != nil {
+		return fmt.Errorf("data source %s: %w", name, err)
+	}
+	want := make([]string, len(eps))
+	for i, e := range eps {
+		want[i] = e
+		if slices.Contains(unhealthy, e) {
+			want[i] += " UNHEALTHY"
+		}
+	}
+	eds := xdsprobe.Fresh{ControlPlane: cp, Proxy: proxy, TypeURL: xdsprobe.EndpointType}
+	if _, err := testenv.WaitPushed(ctx, eds, testenv.Exactly(want)); err != nil {
+		return fmt.Errorf("istiod never pushed the %d endpoints meshscope predicted (%d unhealthy): %w", len(eps), len(unhealthy), err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -109,6 +110,8 @@ type proxyClustersDataSourceModel struct {
 	RouteCount              types.Int64 `tfsdk:"route_count"`
 	VirtualHosts            types.List  `tfsdk:"virtual_hosts"` //< types.String
 	VirtualHostCount        types.Int64 `tfsdk:"virtual_host_count"`
+	Endpoints               types.List  `tfsdk:"endpoints"`
+	UnhealthyEndpoints      types.List  `tfsdk:"unhealthy_endpoints"`
 	EndpointCount           types.Int64 `tfsdk:"endpoint_count"`
 	EndpointsAddressUnknown types.Int64 `tfsdk:"endpoints_address_unknown"`
 }
@@ -333,11 +336,19 @@ func (m *proxyClustersDataSourceModel) setPrediction(res, baseline *predict.Resu
 	m.RouteCount = types.Int64Value(int64(len(rs)))
 	m.VirtualHostCount = types.Int64Value(int64(vhosts))
 	epsUnknown := 0
+	enames, unhealthy := make([]string, 0, len(eps)), []string{}
 	for _, e := range eps {
 		if !e.AddressKnown {
 			epsUnknown++
 		}
+		name := e.Cluster + "/" + e.Address + ":" + strconv.Itoa(e.Port)
+		enames = append(enames, name)
+		if e.Health != predict.Healthy {
+			unhealthy = append(unhealthy, name)
+		}
 	}
+	m.Endpoints, _ = types.ListValueFrom(context.Background(), types.StringType, enames)
+	m.UnhealthyEndpoints, _ = types.ListValueFrom(context.Background(), types.StringType, unhealthy)
 	m.EndpointCount = types.Int64Value(int64(len(eps)))
 	m.EndpointsAddressUnknown = types.Int64Value(int64(epsUnknown))
 	lnames := make([]string, len(ls))

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,9 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 	disc    discovery.DiscoveryInterface
+
+	nodeOnce sync.Once // creates NodeName once
+	nodeErr  error
 }
 
 // Connect returns a Cluster for the running test control plane, with the skip and fail rules of
@@ -378,9 +382,13 @@ func (c *Cluster) CreatePodRunning(t testing.TB, ns, name string, lbls map[strin
 
 // CreatePodRunningE is CreatePodRunning returning an error.
 func (c *Cluster) CreatePodRunningE(ctx context.Context, ns, name string, lbls map[string]string, ip string, ports ...corev1.ContainerPort) (*corev1.Pod, error) {
+	if err := c.ensureNode(ctx); err != nil {
+		return nil, err
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
 		Spec: corev1.PodSpec{
+			NodeName: NodeName, // scheduled: as in a cluster, deleting it leaves it Terminating
 			// The proxy container Istio's injector adds: the Pod stands for an injected one.
 			Containers: []corev1.Container{{Name: "app", Image: "testenv.invalid/app:0", Ports: ports},
 				{Name: "istio-proxy", Image: "testenv.invalid/proxyv2:0"}},
@@ -418,6 +426,29 @@ func (c *Cluster) CreatePodRunningE(ctx context.Context, ns, name string, lbls m
 		return nil, fmt.Errorf("marking pod %s/%s running: %w", ns, name, err)
 	}
 	return running, nil
+}
+
+// UpdatePodStatus changes a Pod's status with change, as a kubelet would, and returns the Pod.
+func (c *Cluster) UpdatePodStatus(t testing.TB, pod *corev1.Pod, change func(*corev1.PodStatus)) *corev1.Pod {
+	t.Helper()
+	p := pod.DeepCopy()
+	change(&p.Status)
+	updated, err := c.Kube.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		t.Fatalf("updating the status of pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	return updated
+}
+
+// SetPodCondition sets a condition of a Pod's status (PodReady, ContainersReady...).
+func SetPodCondition(st *corev1.PodStatus, ct corev1.PodConditionType, status corev1.ConditionStatus) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == ct {
+			st.Conditions[i].Status = status
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: ct, Status: status, LastTransitionTime: metav1.Now()})
 }
 
 // CreateEndpointSlice writes the EndpointSlice the endpoint-slice controller would write for

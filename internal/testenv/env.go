@@ -3,7 +3,8 @@
 //
 // There is no controller-manager, scheduler or kubelet. Tests create Pods and mark them Running
 // themselves (CreatePodRunning), write the EndpointSlices the endpoint-slice controller would
-// (SyncEndpointSlices), and use unique namespaces (UniqueNamespace), because a deleted namespace
+// (SyncEndpointSlices) or run Kubernetes' own controller for their namespaces
+// (StartEndpointSlices), and use unique namespaces (UniqueNamespace), because a deleted namespace
 // stays Terminating for ever.
 //
 // Only tests import this package; the provider binary never does.
@@ -42,7 +43,10 @@ type Env struct {
 	ClusterID string
 	APIServer string // https://127.0.0.1:16443
 	IstiodBin string // the pilot-discovery binary, for StartIstiod; empty on kind
-	IstioCRDs string // the Istio CRD manifest that was installed; empty on kind
+	// EndpointSlicesBin is Kubernetes' EndpointSlice controller, for StartEndpointSlices; empty
+	// on kind, whose controller-manager runs it for every namespace.
+	EndpointSlicesBin string
+	IstioCRDs         string // the Istio CRD manifest that was installed; empty on kind
 	// EtcdBin and APIServerBin are the binaries the running etcd and kube-apiserver were started
 	// from (testenv.sh records them in etcd.bin and kube-apiserver.bin), for StartAPIServer;
 	// empty on kind.
@@ -87,18 +91,19 @@ func Load(ctx context.Context) (*Env, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	env := &Env{
-		Dir:            dir,
-		Kubeconfig:     vals["KUBECONFIG"],
-		XDSAddr:        vals["MESHSCOPE_TESTENV_XDS_ADDR"],
-		IstiodHTTPAddr: vals["MESHSCOPE_TESTENV_ISTIOD_HTTP_ADDR"],
-		ClusterID:      vals["MESHSCOPE_TESTENV_CLUSTER_ID"],
-		APIServer:      vals["MESHSCOPE_TESTENV_APISERVER"],
-		IstiodBin:      vals["MESHSCOPE_TESTENV_ISTIOD_BIN"],
-		InjectionURL:   vals["MESHSCOPE_TESTENV_INJECTION_URL"],
-		IstioCRDs:      vals["MESHSCOPE_TESTENV_ISTIO_CRDS"],
-		Kind:           vals["MESHSCOPE_TESTENV_KIND"] == "kind",
-		EtcdBin:        recordedBinary(dir, "etcd"),
-		APIServerBin:   recordedBinary(dir, "kube-apiserver"),
+		Dir:               dir,
+		Kubeconfig:        vals["KUBECONFIG"],
+		XDSAddr:           vals["MESHSCOPE_TESTENV_XDS_ADDR"],
+		IstiodHTTPAddr:    vals["MESHSCOPE_TESTENV_ISTIOD_HTTP_ADDR"],
+		ClusterID:         vals["MESHSCOPE_TESTENV_CLUSTER_ID"],
+		APIServer:         vals["MESHSCOPE_TESTENV_APISERVER"],
+		IstiodBin:         vals["MESHSCOPE_TESTENV_ISTIOD_BIN"],
+		EndpointSlicesBin: vals["MESHSCOPE_TESTENV_ENDPOINTSLICES_BIN"],
+		InjectionURL:      vals["MESHSCOPE_TESTENV_INJECTION_URL"],
+		IstioCRDs:         vals["MESHSCOPE_TESTENV_ISTIO_CRDS"],
+		Kind:              vals["MESHSCOPE_TESTENV_KIND"] == "kind",
+		EtcdBin:           recordedBinary(dir, "etcd"),
+		APIServerBin:      recordedBinary(dir, "kube-apiserver"),
 	}
 	if env.Kubeconfig == "" || env.XDSAddr == "" || env.IstiodHTTPAddr == "" || env.ClusterID == "" {
 		return nil, fmt.Errorf("%s is incomplete (written by an older testenv.sh? run `make testenv-down testenv`)", path)

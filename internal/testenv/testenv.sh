@@ -82,6 +82,13 @@ etcd_bin()      { binary_path etcd "$ETCD_DIR" go.etcd.io/etcd/server/v3; }
 tofu_bin()      { binary_path tofu "$TOFU_DIR" github.com/opentofu/opentofu; }
 apiserver_bin() { binary_path kube-apiserver "$APISERVER_DIR" k8s.io/kubernetes; }
 istiod_bin()    { binary_path pilot-discovery "$ISTIOD_DIR" istio.io/istio; }
+# endpointslices_bin: Kubernetes' EndpointSlice controller in the apiserver's wrapper module; its
+# key also hashes the command's source.
+endpointslices_bin() {
+  local b
+  b=$(binary_path endpointslices "$APISERVER_DIR" k8s.io/kubernetes)
+  printf '%s-%s/endpointslices\n' "${b%/endpointslices}" "$(sha256sum <"$APISERVER_DIR/endpointslices/main.go" | cut -c1-6)"
+}
 
 # go_build NAME DIR PACKAGE OUT ESTIMATE LDFLAGS: build once; a cached binary is reused.
 go_build() {
@@ -102,7 +109,7 @@ go_build() {
 
 cmd_build() {
   local v rev
-  if [[ ! -x $(etcd_bin) || ! -x $(apiserver_bin) || ! -x $(istiod_bin) ]]; then
+  if [[ ! -x $(etcd_bin) || ! -x $(apiserver_bin) || ! -x $(istiod_bin) || ! -x $(endpointslices_bin) ]]; then
     log "building from source into $CACHE: about 20 minutes on 2 cores and 7 GB of Go caches when cold"
   fi
   v=$(module_version "$ETCD_DIR" go.etcd.io/etcd/server/v3)
@@ -119,6 +126,9 @@ cmd_build() {
   done
   go_build kube-apiserver "$APISERVER_DIR" k8s.io/kubernetes/cmd/kube-apiserver "$(apiserver_bin)" \
     "about 9 minutes" "$flags"
+
+  # Kubernetes' EndpointSlice controller, which tests start for their own namespaces.
+  go_build endpointslices "$APISERVER_DIR" ./endpointslices "$(endpointslices_bin)" "about 3 minutes" "-s -w"
 
   v=$(module_version "$ISTIOD_DIR" istio.io/istio)
   rev=${v##*-}
@@ -291,6 +301,7 @@ MESHSCOPE_TESTENV_APISERVER=https://127.0.0.1:$APISERVER_PORT
 MESHSCOPE_TESTENV_ISTIOD_BIN=${3:-}
 MESHSCOPE_TESTENV_ISTIO_CRDS=${4:-}
 MESHSCOPE_TESTENV_INJECTION_URL=${5:-}
+MESHSCOPE_TESTENV_ENDPOINTSLICES_BIN=${6:-}
 EOF
   mv -f "$ENV_FILE.tmp" "$ENV_FILE"
 }
@@ -344,7 +355,8 @@ cmd_up() {
   mkdir -p "$STATE"
 
   if running etcd "$ebin" && running kube-apiserver "$abin" && running istiod "$ibin" &&
-    etcd_ready && apiserver_ready && istiod_ready && istiod_ours && [[ -f $KUBECONFIG_PATH && -f $ENV_FILE ]]; then
+    etcd_ready && apiserver_ready && istiod_ready && istiod_ours && [[ -f $KUBECONFIG_PATH && -f $ENV_FILE ]] &&
+    [[ $(env_value MESHSCOPE_TESTENV_ENDPOINTSLICES_BIN) == "$(endpointslices_bin)" ]]; then
     log "already up"
     echo "$KUBECONFIG_PATH"
     return
@@ -420,7 +432,7 @@ cmd_up() {
   wait_for istiod 120 istiod_ready
   log "istiod ready after $((SECONDS - i0))s (everything up in $((SECONDS - t0))s)"
 
-  write_env testenv "$cluster_id" "$ibin" "$crds" "https://localhost:$ISTIOD_WEBHOOK_PORT/inject"
+  write_env testenv "$cluster_id" "$ibin" "$crds" "https://localhost:$ISTIOD_WEBHOOK_PORT/inject" "$(endpointslices_bin)"
   istiod_ours || die "the istiod on 127.0.0.1:$ISTIOD_HTTP_PORT does not serve cluster $cluster_id; see $LOGS/istiod.log"
   echo "$KUBECONFIG_PATH"
 }

@@ -20,6 +20,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,11 +28,12 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// The type URLs of the resources a probe subscribes to: CDS and LDS.
+// The type URLs of the resources a probe subscribes to: CDS, LDS, RDS and EDS.
 const (
 	ClusterType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 	ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
 	RouteType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	EndpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 )
 
 // Proxy describes the sidecar the probe pretends to be. Namespace, Name and IP are required.
@@ -211,8 +213,10 @@ type Stream struct {
 	node     *corev3.Node
 	seq      int
 	verified bool
-	// typeURL is the type whose pushes Next returns: CDS, or LDS.
+	// typeURL is the type whose pushes Next returns: CDS, LDS, RDS or EDS.
 	typeURL string
+	// eds are the EDS clusters an EndpointType stream asked for, from the last CDS push.
+	eds []string
 }
 
 // Dial opens an ADS stream to cp as proxy p and subscribes to CDS. Close it when done.
@@ -220,12 +224,13 @@ func Dial(ctx context.Context, cp ControlPlane, p Proxy) (*Stream, error) {
 	return DialType(ctx, cp, p, ClusterType)
 }
 
-// DialType is Dial for the pushes of one type, ClusterType, ListenerType or RouteType. As Envoy
-// does, the stream subscribes to CDS first, then to LDS, then to RDS for routes, the route
-// configurations its listeners ask for.
+// DialType is Dial for the pushes of one type, ClusterType, ListenerType, RouteType or
+// EndpointType. As Envoy does, the stream subscribes to CDS first, then to LDS, then to RDS for
+// routes, the route configurations its listeners ask for; for endpoints, to EDS for the EDS
+// clusters of each CDS push.
 func DialType(ctx context.Context, cp ControlPlane, p Proxy, typeURL string, routes ...string) (*Stream, error) {
-	if typeURL != ClusterType && typeURL != ListenerType && typeURL != RouteType {
-		return nil, fmt.Errorf("xdsprobe: type %q is not CDS, LDS or RDS", typeURL)
+	if typeURL != ClusterType && typeURL != ListenerType && typeURL != RouteType && typeURL != EndpointType {
+		return nil, fmt.Errorf("xdsprobe: type %q is not CDS, LDS, RDS or EDS", typeURL)
 	}
 	if p.ClusterID == "" {
 		p.ClusterID = cp.ClusterID
@@ -252,7 +257,7 @@ func DialType(ctx context.Context, cp ControlPlane, p Proxy, typeURL string, rou
 		s.Close()
 		return nil, fmt.Errorf("xdsprobe: send CDS request to %s: %w", cp.XDSAddr, err)
 	}
-	if typeURL != ClusterType {
+	if typeURL == ListenerType || typeURL == RouteType {
 		if err := stream.Send(&discoveryv3.DiscoveryRequest{TypeUrl: ListenerType}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("xdsprobe: send LDS request to %s: %w", cp.XDSAddr, err)
@@ -284,11 +289,41 @@ func (s *Stream) Next() (Push, error) {
 		if err := s.stream.Send(ack); err != nil {
 			return Push{}, fmt.Errorf("xdsprobe: acknowledge: %w", err)
 		}
-		if resp.GetTypeUrl() != s.typeURL {
+		var names []string
+		noEDS := false
+		switch {
+		case s.typeURL == EndpointType && resp.GetTypeUrl() == ClusterType:
+			eds, err := edsClusters(resp)
+			if err != nil {
+				return Push{}, err
+			}
+			if slices.Equal(eds, s.eds) && s.seq > 0 {
+				continue
+			}
+			s.eds = eds
+			if len(eds) > 0 {
+				if err := s.stream.Send(&discoveryv3.DiscoveryRequest{TypeUrl: EndpointType, ResourceNames: eds}); err != nil {
+					return Push{}, fmt.Errorf("xdsprobe: send EDS request: %w", err)
+				}
+				continue
+			}
+			// No EDS cluster: no endpoints, and no EDS push to wait for.
+			noEDS = true
+		case resp.GetTypeUrl() != s.typeURL:
 			continue
 		}
-		names := make([]string, 0, len(resp.GetResources()))
 		for _, r := range resp.GetResources() {
+			if noEDS {
+				break
+			}
+			if s.typeURL == EndpointType {
+				var cla endpointv3.ClusterLoadAssignment
+				if err := r.UnmarshalTo(&cla); err != nil {
+					return Push{}, fmt.Errorf("xdsprobe: decode endpoints: %w", err)
+				}
+				names = append(names, endpointLines(&cla)...)
+				continue
+			}
 			if s.typeURL == RouteType {
 				lines, err := routeLines(r.GetValue())
 				if err != nil {
@@ -310,6 +345,9 @@ func (s *Stream) Next() (Push, error) {
 				return Push{}, fmt.Errorf("xdsprobe: decode cluster: %w", err)
 			}
 			names = append(names, c.GetName())
+		}
+		if names == nil {
+			names = []string{}
 		}
 		slices.Sort(names)
 		if !s.verified {
@@ -523,4 +561,43 @@ func listenerName(b []byte) (string, error) {
 		b = b[m:]
 	}
 	return "", errors.New("xdsprobe: a pushed listener has no name")
+}
+
+// edsClusters are the names a CDS push's EDS clusters ask EDS for (eds_cluster_config.service_name,
+// else the cluster's name), sorted.
+func edsClusters(resp *discoveryv3.DiscoveryResponse) ([]string, error) {
+	var out []string
+	for _, r := range resp.GetResources() {
+		var c clusterv3.Cluster
+		if err := r.UnmarshalTo(&c); err != nil {
+			return nil, fmt.Errorf("xdsprobe: decode cluster: %w", err)
+		}
+		if c.GetType() != clusterv3.Cluster_EDS {
+			continue
+		}
+		name := c.GetEdsClusterConfig().GetServiceName()
+		if name == "" {
+			name = c.GetName()
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// endpointLines are a load assignment's endpoints as "CLUSTER/ADDRESS:PORT", the form of the data
+// source's endpoints, followed by " STATUS" when the status is not HEALTHY (UNHEALTHY, DRAINING).
+func endpointLines(cla *endpointv3.ClusterLoadAssignment) []string {
+	var out []string
+	for _, loc := range cla.GetEndpoints() {
+		for _, lb := range loc.GetLbEndpoints() {
+			sa := lb.GetEndpoint().GetAddress().GetSocketAddress()
+			line := fmt.Sprintf("%s/%s:%d", cla.GetClusterName(), sa.GetAddress(), sa.GetPortValue())
+			if st := lb.GetHealthStatus(); st != corev3.HealthStatus_HEALTHY {
+				line += " " + st.String()
+			}
+			out = append(out, line)
+		}
+	}
+	return out
 }
