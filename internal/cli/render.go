@@ -12,6 +12,7 @@ import (
 )
 
 const renderUsage = `Usage: terraform-provider-meshscope render -f PATH [-f PATH ...] --out DIR [--env NAME ...] [--settings FILE] [--check] [--quiet]
+       terraform-provider-meshscope render -f PATH [-f PATH ...] --stdout --env NAME [--settings FILE]
 
 Writes the Sidecars of the manifests as a kustomize base with one overlay per
 environment (and Argo CD Applications when the settings have argocd), exactly
@@ -25,6 +26,10 @@ The settings file is YAML or JSON with the resource's attributes:
 --env picks environments: those of the settings file, or new ones without changes.
 Without --env, every environment of the settings file is rendered.
 
+With --stdout it writes no file: it prints the objects the environment's
+overlay builds (kustomize build, in process), YAML only, as an Argo CD Config
+Management Plugin's generate command must.
+
 Exit status: 0 written or up to date, 3 --check found DIR out of date, 1 bad input, 2 bad usage.
 `
 
@@ -36,6 +41,7 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory to write the layout into")
 	settingsFile := fs.String("settings", "", "YAML or JSON file with environments and argocd settings")
 	check := fs.Bool("check", false, "write nothing; exit 3 when DIR is not what render would write")
+	toStdout := fs.Bool("stdout", false, "write nothing; print the objects of the one --env's overlay as YAML")
 	quiet := addQuietFlag(fs)
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
@@ -43,8 +49,15 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code := checkFiles(files, stderr, "give at least one manifest file or directory"); code != ExitOK {
 		return code
 	}
-	if *out == "" {
-		fmt.Fprintln(stderr, "missing --out DIR: give the directory to write")
+	switch {
+	case *toStdout && (*out != "" || *check):
+		fmt.Fprintln(stderr, "--stdout writes no directory: leave out --out and --check")
+		return ExitUsage
+	case *toStdout && len(envs) != 1:
+		fmt.Fprintf(stderr, "--stdout prints one environment's overlay: give exactly one --env NAME (got %d)\n", len(envs))
+		return ExitUsage
+	case !*toStdout && *out == "":
+		fmt.Fprintln(stderr, "missing --out DIR: give the directory to write, or --stdout to print one environment")
 		return ExitUsage
 	}
 
@@ -60,6 +73,11 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(envs) > 0 {
 		picked := map[string]gitops.Environment{}
 		for _, e := range envs {
+			if _, ok := settings.Environments[e]; !ok && *settingsFile != "" {
+				fmt.Fprintf(stderr, "error: environment %q is not in %s (it has %s); give one of them, or add it there\n",
+					e, *settingsFile, strings.Join(settings.EnvNames(), ", "))
+				return ExitError
+			}
 			picked[e] = settings.Environments[e]
 		}
 		settings.Environments = picked
@@ -86,6 +104,16 @@ func runRender(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	prog.done(start, "laid out %d files", len(layout.Files))
+
+	if *toStdout {
+		built, err := gitops.BuildOverlay(layout.Files, envs[0])
+		if err != nil {
+			fmt.Fprintf(stderr, "error: building overlay %s: %v\n", envs[0], err)
+			return ExitError
+		}
+		_, _ = stdout.Write(built)
+		return ExitOK
+	}
 
 	if *check {
 		changes, err := gitops.Diff(*out, layout.Files, nil)

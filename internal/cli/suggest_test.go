@@ -332,8 +332,15 @@ func benchSnapshot(m *bench.Mesh, window string) []byte {
 	return []byte(b.String())
 }
 
+// asBinaryEnv makes the test binary run the command line instead of the tests, so that a test
+// can put it on PATH as terraform-provider-meshscope (TestArgoCDPlugin).
+const asBinaryEnv = "MESHSCOPE_CLI_TEST_AS_BINARY"
+
 // TestMain makes the directory of the generated mesh, which several tests share.
 func TestMain(m *testing.M) {
+	if os.Getenv(asBinaryEnv) == "1" {
+		os.Exit(Run("test", os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "meshscope-cli-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
