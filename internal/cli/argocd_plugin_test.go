@@ -53,14 +53,7 @@ func TestArgoCDPlugin(t *testing.T) {
 		t.Errorf("discover.fileName %q does not match the example repository: %v", plugin.Spec.Discover.FileName, err)
 	}
 
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(self, filepath.Join(bin, "terraform-provider-meshscope")); err != nil {
-		t.Fatal(err)
-	}
+	bin := binaryOnPath(t)
 	generate := func(env string) (string, string, error) {
 		gen := plugin.Spec.Generate
 		cmd := exec.Command(gen.Command[0], append(gen.Command[1:], gen.Args...)...) //nolint:gosec // the plugin's own command
@@ -142,14 +135,7 @@ func TestPullRequestRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(self, filepath.Join(bin, "terraform-provider-meshscope")); err != nil {
-		t.Fatal(err)
-	}
+	bin := binaryOnPath(t)
 	checkout := func(settings func(string) string) string {
 		dir := t.TempDir()
 		if err := os.CopyFS(dir, os.DirFS(filepath.Join(example, "gitops"))); err != nil {
@@ -206,4 +192,19 @@ func TestPullRequestRecipe(t *testing.T) {
 	if _, errs, err := run(base, t.TempDir()); err == nil {
 		t.Errorf("an empty head checkout: no failure (stderr %s)", errs)
 	}
+}
+
+// binaryOnPath is a directory holding terraform-provider-meshscope, a link to the test binary,
+// which runs the command line when asBinaryEnv is 1 in its environment.
+func binaryOnPath(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(bin, "terraform-provider-meshscope")); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }

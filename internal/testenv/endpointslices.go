@@ -54,25 +54,7 @@ func StartEndpointSlices(t testing.TB, env *Env, namespaces ...string) {
 	}
 	cmd := exec.Command(env.EndpointSlicesBin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("starting %s: %v", env.EndpointSlicesBin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case werr := <-exited:
-			t.Logf("EndpointSlice controller stopped: %v", werr)
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Logf("EndpointSlice controller killed after 15s: %v", <-exited)
-		}
-		if t.Failed() {
-			t.Logf("EndpointSlice controller log (%s), last lines:\n%s", log, tail(log, 40))
-		}
-	})
+	exited := runForTest(t, "EndpointSlice controller", cmd, logf, log)
 	// Started once it says so: the slices themselves are waited for by what reads them.
 	awaitReady(t, "EndpointSlice controller", log, exited, PushTimeout, 100*time.Millisecond,
 		func(context.Context) error {

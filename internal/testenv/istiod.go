@@ -96,25 +96,7 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("starting %s: %v", env.IstiodBin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case werr := <-exited:
-			t.Logf("private istiod stopped: %v", werr)
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Logf("private istiod killed after 15s: %v", <-exited)
-		}
-		if t.Failed() {
-			t.Logf("private istiod log (%s), last lines:\n%s", ist.Log, tail(ist.Log, 40))
-		}
-	})
+	exited := runForTest(t, "private istiod", cmd, logf, ist.Log)
 
 	awaitReady(t, "private istiod", ist.Log, exited, PushTimeout, 250*time.Millisecond,
 		func(ctx context.Context) error { return ready(ctx, "http://"+ist.HTTPAddr+"/ready") },
@@ -127,6 +109,33 @@ func StartIstiod(t testing.TB, env *Env, opts IstiodOptions) *Istiod {
 	}
 	t.Logf("private istiod ready on %s after %s", ist.XDSAddr, time.Since(start).Round(100*time.Millisecond))
 	return ist
+}
+
+// runForTest starts cmd, whose output goes to logf (the file at log), and stops it when the
+// test ends: an interrupt, then a kill after 15 s; a failed test gets the log's tail. The channel
+// receives the process's end.
+func runForTest(t testing.TB, name string, cmd *exec.Cmd, logf *os.File, log string) chan error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("starting %s: %v", cmd.Path, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case werr := <-exited:
+			t.Logf("%s stopped: %v", name, werr)
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Logf("%s killed after 15s: %v", name, <-exited)
+		}
+		if t.Failed() {
+			t.Logf("%s log (%s), last lines:\n%s", name, log, tail(log, 40))
+		}
+	})
+	return exited
 }
 
 func freePort(t testing.TB) int {
