@@ -9,11 +9,14 @@
 #   testenv.sh status     exit 0 when all three are running and ready
 #   testenv.sh env        print the settings file tests read (KUBECONFIG, xDS address, ...)
 #   testenv.sh tofu       build the OpenTofu CLI (the provider's second client) once, print its path
+#   testenv.sh client C   the same for client C of the tested matrix (build/C: tofu, tofu-1.10,
+#                         terraform-1.9, terraform-1.12)
 #   testenv.sh kind-up    the same from a kind cluster and `istioctl install`, for machines with
 #   testenv.sh kind-down  Docker (untested on the development machines, which have no Docker)
 #
-# There is no controller-manager, scheduler or kubelet: tests create Pods, patch their status and
-# write EndpointSlices themselves (see the Go helpers in this directory). Deleted namespaces stay
+# There is no controller-manager, scheduler or kubelet: tests create Pods and patch their status
+# themselves, and start Kubernetes' own EndpointSlice controller for their namespaces
+# (StartEndpointSlices in the Go helpers in this directory). Deleted namespaces stay
 # Terminating forever, so tests use unique namespace names.
 #
 # Environment:
@@ -144,6 +147,27 @@ cmd_tofu() {
   go_build tofu "$TOFU_DIR" github.com/opentofu/opentofu/cmd/tofu "$(tofu_bin)" "about 12 minutes" \
     "-s -w -X github.com/opentofu/opentofu/version.dev=no"
   echo "$(tofu_bin)"
+}
+
+# cmd_client NAME: a client of the tested matrix through its wrapper module build/NAME (tofu*:
+# OpenTofu, terraform*: Terraform, whose wrapper pins the nested modules its module zip leaves
+# out), cached like the control plane's binaries; prints its path. Both stamp a release version
+# (version.dev=no), as their release builds do.
+cmd_client() {
+  local name=${1:-} dir module pkg bin out
+  [[ -n $name ]] || die "usage: testenv.sh client NAME (a directory under $BUILD_DIR)"
+  [[ $name == tofu ]] && { cmd_tofu; return; }
+  dir=$BUILD_DIR/$name
+  case $name in
+  tofu-*) module=github.com/opentofu/opentofu pkg=github.com/opentofu/opentofu/cmd/tofu bin=tofu ;;
+  terraform-*) module=github.com/hashicorp/terraform pkg=github.com/hashicorp/terraform bin=terraform ;;
+  *) die "unknown client $name: want tofu, tofu-MAJOR.MINOR or terraform-MAJOR.MINOR" ;;
+  esac
+  [[ -f $dir/go.mod ]] || die "no wrapper module $dir/go.mod for client $name"
+  out=$(binary_path "$name" "$dir" "$module")
+  out=${out%/*}/$bin
+  go_build "$name" "$dir" "$pkg" "$out" "about 5 minutes" "-s -w -X $module/version.dev=no"
+  echo "$out"
 }
 
 # istio_module_dir: the istio module's source in the module cache (for the CRDs and VERSION).
@@ -506,10 +530,11 @@ down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
 tofu) cmd_tofu ;;
+client) cmd_client "${2:-}" ;;
 kind-up) cmd_kind_up ;;
 kind-down) cmd_kind_down ;;
 *)
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac

@@ -3,7 +3,7 @@
 # air-gapped user would read it.
 #   - every OS/architecture zip of the build matrix is there, each holding only the binary;
 #   - the SHA256SUMS file lists every zip and the manifest, and each sum verifies;
-#   - the registry manifest is terraform-registry-manifest.json;
+#   - the registry manifest it lists is terraform-registry-manifest.json;
 #   - the linux/amd64 binary runs `version` and prints the release's version;
 #   - terraform and OpenTofu install the provider from the linux/amd64 zip through a filesystem
 #     mirror (provider_installation { filesystem_mirror { ... } }) and plan the seed with it.
@@ -23,11 +23,11 @@ version=${version%_SHA256SUMS}
 echo "check.sh: version $version"
 
 # The matrix of .goreleaser.yml: freebsd, windows, linux and darwin on amd64, 386, arm and
-# arm64, without darwin/386 and windows/arm.
+# arm64, without darwin/386, darwin/arm and windows/arm (13 archives).
 want=()
 for os in freebsd windows linux darwin; do
   for arch in amd64 386 arm arm64; do
-    [[ $os/$arch == darwin/386 || $os/$arch == windows/arm ]] && continue
+    [[ $os/$arch == darwin/386 || $os/$arch == darwin/arm || $os/$arch == windows/arm ]] && continue
     want+=("${name}_${version}_${os}_${arch}.zip")
   done
 done
@@ -42,13 +42,16 @@ extra=$(cd "$dist" && ls ${name}_*.zip | sort | comm -23 - <(printf '%s\n' "${wa
 [[ -z $extra ]] || fail "zips outside the matrix: $extra"
 echo "check.sh: ${#want[@]} archives, each holding only its binary"
 
-manifest=$dist/${name}_${version}_manifest.json
-[[ -f $manifest ]] || fail "missing ${manifest##*/}"
-cmp -s "$manifest" "$root/terraform-registry-manifest.json" || fail "${manifest##*/} differs from terraform-registry-manifest.json"
+# The manifest is not written into DIST: the release uploads terraform-registry-manifest.json under
+# this name (release.extra_files), and SHA256SUMS lists it (checksum.extra_files).
+manifest=${name}_${version}_manifest.json
 listed=$(awk '{print $2}' "$sums" | sort)
-expected=$(printf '%s\n' "${want[@]}" "${manifest##*/}" | sort)
+expected=$(printf '%s\n' "${want[@]}" "$manifest" | sort)
 [[ $listed == "$expected" ]] || fail "SHA256SUMS lists [$(echo $listed)], want [$(echo $expected)]"
-(cd "$dist" && sha256sum --quiet -c "${sums##*/}") || fail "a checksum does not verify"
+(cd "$dist" && grep -v "  $manifest\$" "${sums##*/}" | sha256sum --quiet -c -) || fail "a zip's checksum does not verify"
+msum=$(awk -v m="$manifest" '$2 == m { print $1 }' "$sums")
+[[ $msum == "$(sha256sum <"$root/terraform-registry-manifest.json" | cut -d' ' -f1)" ]] ||
+  fail "SHA256SUMS's $manifest is not terraform-registry-manifest.json"
 echo "check.sh: SHA256SUMS lists and verifies every archive and the manifest"
 
 work=$(mktemp -d)
@@ -94,5 +97,5 @@ for client in "${clients[@]}"; do
     "$client" plan -input=false -no-color >plan.log 2>&1 || { cat plan.log >&2; fail "$client plan failed"; }
     grep -q "Plan: 2 to add" plan.log || { cat plan.log >&2; fail "$client plan of the seed is not 2 to add"; }
   )
-  echo "check.sh: $("$client" version | head -n1) installed v$version from the mirror and planned the seed (2 to add)"
+  echo "check.sh: $(TF_CLI_CONFIG_FILE=$work/cli.tfrc "$client" version | grep -m1 -E '^(Terraform|OpenTofu) v') installed v$version from the mirror and planned the seed (2 to add)"
 done
