@@ -59,10 +59,13 @@ func runProxyConfig(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		warnListenerPatches(p, proxy, stderr)
 		return writeRoutes(p.Routes(proxy), proxy, out, stdout, stderr)
 	case "endpoint":
-		return writeEndpoints(p.Endpoints(p.Predict(proxy)), proxy, out, stdout, stderr)
+		res := p.Predict(proxy)
+		warnEndpointsUnknown(p, res, stderr)
+		return writeEndpoints(p.Endpoints(res), proxy, out, stdout, stderr)
 	}
 	warnListenerPatches(p, proxy, stderr)
 	res := p.Predict(proxy)
+	warnEndpointsUnknown(p, res, stderr)
 	ls := p.Listeners(proxy)
 	rs := p.Routes(proxy)
 	eps := p.Endpoints(res)
@@ -234,6 +237,16 @@ func warnListenerPatches(p *predict.Predictor, proxy predict.Proxy, stderr io.Wr
 	if patches := p.ListenerPatches(proxy); len(patches) > 0 {
 		fmt.Fprintf(stderr, "warning: EnvoyFilters patch this proxy's listeners in ways meshscope does not apply (R56): %s. "+
 			"istiod's list differs from this one by what they add, remove or rename.\n", strings.Join(patches, "; "))
+	}
+}
+
+// warnEndpointsUnknown names on stderr the services whose endpoints the inventory does not hold
+// (R57): Kubernetes Services without a selector and without an EndpointSlice in the files.
+func warnEndpointsUnknown(p *predict.Predictor, res *predict.Result, stderr io.Writer) {
+	if hosts := p.EndpointsUnknown(res); len(hosts) > 0 {
+		fmt.Fprintf(stderr, "warning: %s: Kubernetes Services without a selector, for which the files hold no "+
+			"EndpointSlice (R57): their endpoints are not listed. Add their EndpointSlices to the -f files "+
+			"(kubectl get endpointslices -A -o yaml lists a cluster's).\n", strings.Join(hosts, ", "))
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -173,6 +174,7 @@ func ParseInventory(inventoryYAML string) (*Inventory, error) {
 	var istioDocs []string
 	var services []*corev1.Service
 	var pods []*corev1.Pod
+	var handSlices []*discoveryv1.EndpointSlice
 	var meshYAML *string
 	decode := kubelib.IstioCodec.UniversalDeserializer().Decode
 	seen := map[string]bool{}
@@ -219,6 +221,10 @@ func ParseInventory(inventoryYAML string) (*Inventory, error) {
 			services = append(services, o)
 		case *corev1.Pod:
 			pods = append(pods, o)
+		case *discoveryv1.EndpointSlice:
+			// Written by hand: the endpoints of a Service without selector.
+			o.Namespace = nsOrDefault(o.Namespace)
+			handSlices = append(handSlices, o)
 		case *appsv1.Deployment:
 			pods = append(pods, podsFromTemplate(o.ObjectMeta, o.Spec.Replicas, o.Spec.Template)...)
 		case *appsv1.StatefulSet:
@@ -351,7 +357,7 @@ func ParseInventory(inventoryYAML string) (*Inventory, error) {
 			inv.KubeObjects = append(inv.KubeObjects, p)
 		}
 	}
-	for _, es := range endpointSlices(services, pods) {
+	for _, es := range append(endpointSlices(services, pods), handSlices...) {
 		if inv.Discovered[es.Namespace] {
 			inv.KubeObjects = append(inv.KubeObjects, es)
 		}

@@ -283,6 +283,84 @@ spec:
   endpoints: [{address: 10.40.0.2}]
 `
 
+// ldsSelectorless: Services without selector whose EndpointSlices are written by hand (R57),
+// one with a VIP and one headless (R51): conditions, two slices, a port of another name, an FQDN
+// slice istiod skips, an endpoint naming a Pod that does not exist, persistent sessions.
+const ldsSelectorless = `apiVersion: v1
+kind: Service
+metadata: {name: ext-db, namespace: bar}
+spec:
+  ports:
+  - {name: tcp-db, port: 5432}
+  - {name: http-api, port: 8080, targetPort: 9080}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-db-1, namespace: bar, labels: {kubernetes.io/service-name: ext-db}}
+addressType: IPv4
+ports: [{name: tcp-db, port: 15432}, {name: http-api, port: 9080}]
+endpoints:
+- addresses: [10.50.0.1]
+- addresses: [10.50.0.2]
+  conditions: {ready: false}
+- addresses: [10.50.0.3]
+  conditions: {ready: false, serving: true, terminating: true}
+- addresses: [10.50.0.4]
+  targetRef: {kind: Pod, name: gone, namespace: bar}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-db-2, namespace: bar, labels: {kubernetes.io/service-name: ext-db}}
+addressType: IPv4
+ports: [{name: tcp-db, port: 25432}, {name: other, port: 1}]
+endpoints:
+- addresses: [10.50.0.5, 10.50.0.6]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-db-fqdn, namespace: bar, labels: {kubernetes.io/service-name: ext-db}}
+addressType: FQDN
+ports: [{name: tcp-db, port: 5432}]
+endpoints:
+- addresses: [db.example.com]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext-sticky, namespace: bar, labels: {istio.io/persistent-session: sticky}}
+spec:
+  ports: [{name: http, port: 8081}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-sticky-1, namespace: bar, labels: {kubernetes.io/service-name: ext-sticky}}
+addressType: IPv4
+ports: [{name: http, port: 8081}]
+endpoints:
+- addresses: [10.50.2.1]
+  conditions: {ready: false, serving: true, terminating: true}
+- addresses: [10.50.2.2]
+  conditions: {ready: false, serving: false, terminating: true}
+- addresses: [10.50.2.3]
+  conditions: {ready: false, terminating: false}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext-hl, namespace: bar}
+spec:
+  clusterIP: None
+  ports: [{name: tcp, port: 7432}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-hl-1, namespace: bar, labels: {kubernetes.io/service-name: ext-hl}}
+addressType: IPv4
+ports: [{name: tcp, port: 7432}]
+endpoints:
+- addresses: [10.50.1.1]
+- addresses: [10.50.1.2]
+  conditions: {ready: false, terminating: true}
+`
+
 const ldsHeadless = `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db, namespace: bar}
@@ -351,6 +429,12 @@ var (
 
 func ldsCases() []ldsCase {
 	return []ldsCase{
+		{
+			name: "lds-eds-selectorless-slices", rules: "R51 R57",
+			extra:   []string{ldsSelectorless},
+			proxies: []Proxy{ldsFoo},
+			want:    map[*Proxy][]string{&ldsFoo: {"10.50.1.1_7432", "10.50.1.2_7432"}},
+		},
 		{
 			name: "lds-service-entry-addresses", rules: "R50 R51",
 			extra:   []string{ldsServiceEntries},

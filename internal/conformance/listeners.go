@@ -21,6 +21,9 @@ import (
 	"istio.io/istio/pkg/test"
 )
 
+// controllerManagedBy is the managed-by label of the slices Kubernetes' EndpointSlice controller writes.
+const controllerManagedBy = "endpointslice-controller.k8s.io"
+
 // endpointSlices plays Kubernetes' EndpointSlice controller: for every Service with a selector,
 // the pods of its namespace that the selector matches, one slice per set of resolved target
 // ports (a named target port resolves per pod, to the container port of that name and
@@ -60,7 +63,7 @@ func endpointSlices(services []*corev1.Service, pods []*corev1.Pod) []*discovery
 						CreationTimestamp: metav1.NewTime(DefaultCreationTime),
 						Labels: map[string]string{
 							discoveryv1.LabelServiceName: s.Name,
-							discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+							discoveryv1.LabelManagedBy:   controllerManagedBy,
 						},
 					},
 					AddressType: discoveryv1.AddressTypeIPv4,
@@ -108,8 +111,13 @@ func findPort(p *corev1.Pod, sp corev1.ServicePort) (int32, bool) {
 func (inv *Inventory) ClusterStateYAML() (string, error) {
 	var docs []string
 	for _, o := range inv.KubeObjects {
-		switch o.(type) {
+		switch o := o.(type) {
 		case *corev1.Namespace, *corev1.Service, *corev1.Pod:
+		case *discoveryv1.EndpointSlice:
+			// The slices written by hand; Kubernetes' controller writes the others from the Pods.
+			if o.Labels[discoveryv1.LabelManagedBy] == controllerManagedBy {
+				continue
+			}
 		default:
 			continue
 		}
@@ -128,6 +136,8 @@ func marshalObject(o runtime.Object) (string, error) {
 	switch v := o.(type) {
 	case *corev1.Service:
 		v.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+	case *discoveryv1.EndpointSlice:
+		v.TypeMeta = metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"}
 	case *corev1.Pod:
 		// Without its phase, the Pod reads as a manifest before injection, as the proxies of
 		// the conformance meshes are written; its IP stays.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,7 @@ var (
 	CronJobGVR         = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}
 	AutoscalerGVR      = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
 	WebhookConfigGVR   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
+	EndpointSliceGVR   = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
 	ServiceEntryGVR    = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "serviceentries"}
 	DestinationRuleGVR = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"}
 	VirtualServiceGVR  = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
@@ -42,28 +44,33 @@ var inventoryKinds = []struct {
 	gvr        schema.GroupVersionResource
 	apiVersion string
 	kind       string
+	// selector is the label selector of the list, if any.
+	selector string
 }{
-	{NamespaceGVR, "v1", "Namespace"},
-	{ServiceGVR, "v1", "Service"},
-	{DeploymentGVR, "apps/v1", "Deployment"},
-	{StatefulSetGVR, "apps/v1", "StatefulSet"},
-	{DaemonSetGVR, "apps/v1", "DaemonSet"},
-	{ReplicaSetGVR, "apps/v1", "ReplicaSet"},
-	{JobGVR, "batch/v1", "Job"},
-	{CronJobGVR, "batch/v1", "CronJob"},
-	{PodGVR, "v1", "Pod"},
-	{AutoscalerGVR, "autoscaling/v2", "HorizontalPodAutoscaler"},
-	{WebhookConfigGVR, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"},
-	{ServiceEntryGVR, "networking.istio.io/v1", "ServiceEntry"},
-	{DestinationRuleGVR, "networking.istio.io/v1", "DestinationRule"},
-	{VirtualServiceGVR, "networking.istio.io/v1", "VirtualService"},
-	{SidecarGVR, "networking.istio.io/v1", "Sidecar"},
+	{NamespaceGVR, "v1", "Namespace", ""},
+	{ServiceGVR, "v1", "Service", ""},
+	{DeploymentGVR, "apps/v1", "Deployment", ""},
+	{StatefulSetGVR, "apps/v1", "StatefulSet", ""},
+	{DaemonSetGVR, "apps/v1", "DaemonSet", ""},
+	{ReplicaSetGVR, "apps/v1", "ReplicaSet", ""},
+	{JobGVR, "batch/v1", "Job", ""},
+	{CronJobGVR, "batch/v1", "CronJob", ""},
+	{PodGVR, "v1", "Pod", ""},
+	{AutoscalerGVR, "autoscaling/v2", "HorizontalPodAutoscaler", ""},
+	{WebhookConfigGVR, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", ""},
+	// The slices of Services without selector (R57): those Kubernetes' controller writes for a
+	// Service with one, meshscope derives from its Pods, so a 10,000-service mesh's are not listed.
+	{EndpointSliceGVR, "discovery.k8s.io/v1", "EndpointSlice", discoveryv1.LabelManagedBy + "!=endpointslice-controller.k8s.io"},
+	{ServiceEntryGVR, "networking.istio.io/v1", "ServiceEntry", ""},
+	{DestinationRuleGVR, "networking.istio.io/v1", "DestinationRule", ""},
+	{VirtualServiceGVR, "networking.istio.io/v1", "VirtualService", ""},
+	{SidecarGVR, "networking.istio.io/v1", "Sidecar", ""},
 }
 
 // LoadInventory adds the cluster's objects to inv: namespaces, services,
 // workloads and their Pods (which the census folds into the workload Istio names,
 // and which say whether a proxy runs), autoscalers, the injection webhook
-// configurations, ServiceEntries, DestinationRules, VirtualServices, Sidecars,
+// configurations, the EndpointSlices Kubernetes' controller does not write, ServiceEntries, DestinationRules, VirtualServices, Sidecars,
 // and the `istio` and `istio-sidecar-injector` ConfigMaps of rootNamespace.
 func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNamespace string) error {
 	if err := c.init(); err != nil {
@@ -82,7 +89,7 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 		p.PageSize = pageSize
 		// addErr is an object the inventory refuses: not an API error.
 		var addErr error
-		err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: k.selector}, func(o runtime.Object) error {
 			obj, ok := o.(*unstructured.Unstructured)
 			if !ok {
 				addErr = fmt.Errorf("listing %s: got a %T, not an unstructured object", k.gvr.Resource, o)
@@ -101,6 +108,7 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 			return c.classify(err, "list", k.gvr, "", "")
 		}
 	}
+	inv.EndpointSlicesListed = true
 	if rootNamespace == "" {
 		rootNamespace = mesh.DefaultRootNamespace
 	}

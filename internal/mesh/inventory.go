@@ -9,6 +9,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -106,6 +107,18 @@ type Service struct {
 	Spec corev1.ServiceSpec
 }
 
+// EndpointSlice is a discovery.k8s.io/v1 EndpointSlice. meshscope reads the endpoints of a
+// Service without a selector from them (R57): those of a Service with one, Kubernetes' controller
+// writes from its Pods, which the inventory holds.
+type EndpointSlice struct {
+	Meta
+	// Service is the kubernetes.io/service-name label: the Service the slice belongs to.
+	Service     string
+	AddressType discoveryv1.AddressType
+	Endpoints   []discoveryv1.Endpoint
+	Ports       []discoveryv1.EndpointPort
+}
+
 // ServiceEntry is an Istio ServiceEntry.
 type ServiceEntry struct {
 	Meta
@@ -172,6 +185,10 @@ type Inventory struct {
 	VirtualServices  []*VirtualService
 	Sidecars         []*Sidecar
 	Autoscalers      []*Autoscaler
+	EndpointSlices   []*EndpointSlice
+	// EndpointSlicesListed is set when the slices were listed from a cluster: a Service
+	// without a selector and without one then has no endpoints, rather than unknown ones.
+	EndpointSlicesListed bool
 	// VMProxies are the WorkloadEntries and WorkloadGroups: VM proxies, which meshscope does
 	// not predict (C11) but reports.
 	VMProxies []*VMProxy
@@ -197,7 +214,7 @@ type Inventory struct {
 
 // listIndexes holds one listIndex per object list.
 type listIndexes struct {
-	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers, vms, envoyFilters *listIndex
+	services, workloads, serviceEntries, destinationRules, virtualServices, sidecars, autoscalers, endpointSlices, vms, envoyFilters *listIndex
 }
 
 // New returns an empty inventory with default mesh settings.
@@ -246,6 +263,7 @@ func (inv *Inventory) Clone() *Inventory {
 	out.VirtualServices = append([]*VirtualService(nil), inv.VirtualServices...)
 	out.Sidecars = append([]*Sidecar(nil), inv.Sidecars...)
 	out.Autoscalers = append([]*Autoscaler(nil), inv.Autoscalers...)
+	out.EndpointSlices = append([]*EndpointSlice(nil), inv.EndpointSlices...)
 	out.VMProxies = append([]*VMProxy(nil), inv.VMProxies...)
 	out.EnvoyFilters = append([]*EnvoyFilter(nil), inv.EnvoyFilters...)
 	out.workloadRefs = append([]*Workload(nil), inv.workloadRefs...)

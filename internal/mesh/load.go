@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -167,6 +168,7 @@ type object struct {
 	virtualService  *VirtualService
 	sidecar         *Sidecar
 	autoscaler      *Autoscaler
+	endpointSlice   *EndpointSlice
 	vm              *VMProxy
 	envoyFilter     *EnvoyFilter
 	webhooks        *webhookSet
@@ -199,6 +201,8 @@ func (o object) meta() *Meta {
 		return &o.sidecar.Meta
 	case o.autoscaler != nil:
 		return &o.autoscaler.Meta
+	case o.endpointSlice != nil:
+		return &o.endpointSlice.Meta
 	case o.vm != nil:
 		return &o.vm.Meta
 	case o.envoyFilter != nil:
@@ -272,6 +276,8 @@ func (inv *Inventory) add(o object) {
 		addObject(inv, &inv.Sidecars, o.sidecar, &inv.pos.sidecars)
 	case o.autoscaler != nil:
 		addObject(inv, &inv.Autoscalers, o.autoscaler, &inv.pos.autoscalers)
+	case o.endpointSlice != nil:
+		addObject(inv, &inv.EndpointSlices, o.endpointSlice, &inv.pos.endpointSlices)
 	case o.vm != nil:
 		addObject(inv, &inv.VMProxies, o.vm, &inv.pos.vms)
 	case o.envoyFilter != nil:
@@ -436,6 +442,22 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 			out = append(out, o)
 		}
 		return out, nil
+	case "discovery.k8s.io":
+		if env.Kind != "EndpointSlice" {
+			return out, nil
+		}
+		if env.APIVersion != "discovery.k8s.io/v1" {
+			return out, docErr(fmt.Errorf("unsupported apiVersion %q for %s: use discovery.k8s.io/v1", env.APIVersion, env.Kind))
+		}
+		var o discoveryv1.EndpointSlice
+		if err := json.Unmarshal(js, &o); err != nil {
+			return out, docErr(err)
+		}
+		if o.Name == "" {
+			return out, docErr(errors.New("metadata.name is empty"))
+		}
+		return append(out, object{endpointSlice: &EndpointSlice{Meta: meta(env.Kind, env.APIVersion, o.ObjectMeta, src),
+			Service: o.Labels[discoveryv1.LabelServiceName], AddressType: o.AddressType, Endpoints: o.Endpoints, Ports: o.Ports}}), nil
 	case "", "apps", "batch":
 	default:
 		return out, nil

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,8 @@ func TestAddYAMLErrors(t *testing.T) {
 		{"syntax error names the document", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {name: [oops\n", "f.yaml: document 1", 1},
 		{"unsupported istio apiVersion", "apiVersion: networking.istio.io/v2\nkind: Sidecar\nmetadata: {name: s}\n", `unsupported apiVersion "networking.istio.io/v2"`, 0},
 		{"unsupported apps apiVersion", "apiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: d}\n", `unsupported apiVersion "apps/v1beta1"`, 0},
+		{"unsupported discovery apiVersion", "apiVersion: discovery.k8s.io/v1beta1\nkind: EndpointSlice\nmetadata: {name: e}\n", `unsupported apiVersion "discovery.k8s.io/v1beta1" for EndpointSlice: use discovery.k8s.io/v1`, 0},
+		{"nameless EndpointSlice", "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {namespace: x}\naddressType: IPv4\n", "metadata.name is empty", 0},
 		{"not a mapping", "- a\n- b\n", "not a YAML mapping", 0},
 		{"no kind", "apiVersion: v1\nmetadata: {name: a}\n", "no apiVersion or kind", 0},
 		{"bad mesh config", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\ndata:\n  mesh: |\n    outboundTrafficPolicy: {mode: SOMETIMES}\n", `"SOMETIMES"`, 0},
@@ -96,5 +99,27 @@ func TestLaterDocumentReplaces(t *testing.T) {
 	_ = inv.AddYAML("2", []byte(strings.Replace(doc, "%s", "90", 1)))
 	if len(inv.Services) != 1 || inv.Services[0].Spec.Ports[0].Port != 90 {
 		t.Fatalf("services = %+v", inv.Services)
+	}
+}
+
+// An EndpointSlice is read with the Service it names; a later one of the same name replaces it.
+func TestLoadEndpointSlice(t *testing.T) {
+	inv := New()
+	doc := "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: db-1, namespace: x, labels: {kubernetes.io/service-name: db}}\n" +
+		"addressType: IPv4\nports: [{name: tcp, port: %s}]\nendpoints: [{addresses: [10.0.0.1], conditions: {ready: false}}]\n"
+	for i, port := range []string{"5432", "6432"} {
+		if err := inv.AddYAML(fmt.Sprint(i), []byte(strings.Replace(doc, "%s", port, 1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(inv.EndpointSlices) != 1 {
+		t.Fatalf("slices = %d, want 1", len(inv.EndpointSlices))
+	}
+	es := inv.EndpointSlices[0]
+	if es.Service != "db" || es.Namespace != "x" || *es.Ports[0].Port != 6432 || *es.Endpoints[0].Conditions.Ready {
+		t.Errorf("slice = %+v", es)
+	}
+	if inv.Clone().EndpointSlices[0] != es {
+		t.Error("Clone dropped the slices")
 	}
 }

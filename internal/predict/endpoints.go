@@ -9,6 +9,8 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -79,6 +81,39 @@ func (p *Predictor) EndpointCount(res *Result) int {
 		scope.epCount, scope.epCounted = n, true
 	}
 	return n
+}
+
+// EndpointsUnknown are the hosts of a prediction's EDS clusters whose endpoints the inventory
+// does not hold, sorted: Kubernetes Services without a selector for which it holds no
+// EndpointSlice, unless it listed a cluster's slices (R57).
+func (p *Predictor) EndpointsUnknown(res *Result) []string {
+	if s := p.siblings[res.Proxy.Version]; s != nil {
+		return s.EndpointsUnknown(res)
+	}
+	if p.ix.inv.EndpointSlicesListed {
+		return nil
+	}
+	eds := map[string]bool{}
+	for _, c := range res.Clusters {
+		if c.Type == TypeEDS && c.Direction == Outbound {
+			eds[c.Name] = true
+		}
+	}
+	var out []string
+	for _, s := range p.scope(p.ix.sidecarFor(res.Proxy), res.Proxy.Namespace).services {
+		if !s.svc.k8s || len(s.svc.selector) > 0 || slices.Contains(s.svc.exportTo, "~") ||
+			len(p.ix.slicesByService[s.svc.ns+"/"+s.svc.objName]) > 0 {
+			continue
+		}
+		for _, port := range s.ports {
+			if eds[port.cluster] {
+				out = append(out, s.svc.host)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // edsSubset is what an EDS cluster keeps of its service port's endpoints: those whose labels hold
@@ -182,7 +217,7 @@ func appendEndpoints(out []Endpoint, cluster string, eps []svcEndpoint, sub edsS
 }
 
 // serviceEndpoints is R57: the endpoints of one port of a service. A Kubernetes Service's are
-// the pods its selector matches, on the target port (a named one resolved per pod, as the
+// those of its EndpointSlices when it has no selector (sliceEndpoints), else the pods its selector matches, on the target port (a named one resolved per pod, as the
 // EndpointSlice controller does) of the first Service port with the number that is not UDP; a ServiceEntry's are its own endpoints (the port their ports map gives the port's
 // name, else the target port, else the port), or the pods its workloadSelector selects (the
 // container port of the port's name, else the target port, else the port), once per address
@@ -222,9 +257,6 @@ func (ix *index) serviceEndpoints(s *service, p svcPort) []svcEndpoint {
 		}
 		return out
 	}
-	if len(s.selector) == 0 {
-		return nil // a Service without selector: its endpoints are not in the inventory
-	}
 	// istiod's EndpointSlice handler indexes no endpoint of a Service whose exportTo annotation
 	// names "~" (serviceNeedsPush): its cluster, which a VirtualService of its own namespace can
 	// still pull in, has none.
@@ -232,6 +264,14 @@ func (ix *index) serviceEndpoints(s *service, p svcPort) []svcEndpoint {
 		return nil
 	}
 	ks := ix.kubeService(s)
+	if len(s.selector) == 0 {
+		for _, e := range ix.sliceEndpoints(s, p.name) {
+			if e.Health != terminating {
+				out = append(out, e)
+			}
+		}
+		return ix.drain(s, out)
+	}
 	pods, controllers := ix.selected(s.ns, s.selector)
 	for _, w := range append(pods, controllers...) {
 		health, ok := podHealth(ks, w)
@@ -263,6 +303,77 @@ func (ix *index) drain(s *service, eps []svcEndpoint) []svcEndpoint {
 }
 
 const drainingLabel = "istio.io/draining"
+
+// terminating is the health istiod gives a slice's endpoint that is shutting down and not ready
+// (model.Terminating): EDS never sends it, a headless Service's listeners keep it.
+const terminating = "TERMINATING"
+
+// sliceEndpoints are R57's endpoints of the port named portName of a Kubernetes Service without
+// a selector, as istiod's EndpointSlice handler reads them (updateEndpointCacheForSlice,
+// endpointHealthStatus, getPod): every address of the EndpointSlices labelled with the Service's
+// name, except those of FQDN slices, once per slice port of that name, with the slice port's
+// number. An endpoint's health follows its conditions: ready (or unset) is HEALTHY; a shutting
+// down one is DRAINING when it still serves and the Service carries istio.io/persistent-session,
+// else terminating; any other is UNHEALTHY. Its labels are its Pod's: the Pod its targetRef
+// names, else a Pod of the namespace with its IP. An address whose targetRef names a Pod the
+// inventory does not hold is left out, as istiod waits for that Pod.
+func (ix *index) sliceEndpoints(s *service, portName string) []svcEndpoint {
+	var out []svcEndpoint
+	persistent := s.labels[persistentSessionLabel] != ""
+	for _, es := range ix.slicesByService[s.ns+"/"+s.objName] {
+		if es.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		for _, e := range es.Endpoints {
+			c := e.Conditions
+			health := Unhealthy
+			switch {
+			case c.Ready == nil || *c.Ready:
+				health = Healthy
+			case persistent && (c.Serving == nil || *c.Serving) && (c.Terminating == nil || *c.Terminating):
+				health = Draining
+			case c.Terminating == nil || *c.Terminating:
+				health = terminating
+			}
+			for _, a := range e.Addresses {
+				pod, expected := ix.slicePod(s.ns, a, e.TargetRef)
+				if pod == nil && expected {
+					continue
+				}
+				var labels map[string]string
+				if pod != nil {
+					labels = pod.PodLabels
+				}
+				for _, sp := range es.Ports {
+					if ptr.Deref(sp.Name, "") != portName {
+						continue
+					}
+					out = append(out, svcEndpoint{Endpoint{Address: a, AddressKnown: true, Port: int(ptr.Deref(sp.Port, 0)), Health: health}, labels})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// slicePod is istiod's getPod for an EndpointSlice's address: the Pod its targetRef names
+// (expected is then true, found or not), else a Pod of the namespace with the address.
+func (ix *index) slicePod(ns, addr string, ref *corev1.ObjectReference) (pod *mesh.Workload, expected bool) {
+	if ref != nil && ref.Kind == "Pod" {
+		for _, w := range ix.workloadsByNs[ref.Namespace] {
+			if w.Kind == "Pod" && w.Name == ref.Name {
+				return w, true
+			}
+		}
+		return nil, true
+	}
+	for _, w := range ix.workloadsByNs[ns] {
+		if w.Kind == "Pod" && w.PodIP == addr {
+			return w, false
+		}
+	}
+	return nil, false
+}
 
 // selected are the workloads of a namespace whose pods a selector matches: its Pods when the
 // inventory holds any, else the controllers, whose pods it does not.

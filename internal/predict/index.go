@@ -82,6 +82,8 @@ type index struct {
 	census *census.Census
 	// workloadsByNs holds the workloads that run pods, per visible namespace.
 	workloadsByNs map[string][]*mesh.Workload
+	// slicesByService holds the EndpointSlices by "namespace/service" (R57).
+	slicesByService map[string][]*mesh.EndpointSlice
 	// selectorSEsByNs holds the ServiceEntries with a workloadSelector, per namespace.
 	selectorSEsByNs map[string][]*mesh.ServiceEntry
 }
@@ -120,6 +122,13 @@ func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *in
 	for _, w := range inv.Workloads {
 		if ix.nsVisible(w.Namespace) && w.HasPods() {
 			ix.workloadsByNs[w.Namespace] = append(ix.workloadsByNs[w.Namespace], w)
+		}
+	}
+	ix.slicesByService = map[string][]*mesh.EndpointSlice{}
+	for _, es := range inv.EndpointSlices {
+		if es.Service != "" {
+			k := es.Namespace + "/" + es.Service
+			ix.slicesByService[k] = append(ix.slicesByService[k], es)
 		}
 	}
 	ix.initServices()

@@ -379,7 +379,7 @@ func ownAddresses(s *service, oneOfMany bool) []endpoint {
 
 // endpoints are R51's instances of a passthrough service's port: the ready, not-ready and
 // terminating pods a headless Service selects, as Kubernetes' EndpointSlice controller lists them
-// (completed ones are not), or the ready pods a ServiceEntry's workloadSelector selects that are
+// (completed ones are not), the addresses of the EndpointSlices of one without selector, or the ready pods a ServiceEntry's workloadSelector selects that are
 // not being deleted. The proxy's own address is left out. normal is set
 // for a ServiceEntry without workloadSelector, which gets the service's own listener instead.
 func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bool) {
@@ -387,7 +387,15 @@ func (b *ldsBuilder) endpoints(s *service, p svcPort) (eps []endpoint, normal bo
 		return nil, true // validation gives a NONE ServiceEntry no endpoints of its own
 	}
 	if s.k8s && len(s.selector) == 0 {
-		return nil, false // endpoints of a Service without selector are not in the inventory
+		// A Service without selector: the addresses of its EndpointSlices, whatever their health.
+		for _, e := range b.ix.sliceEndpoints(s, p.name) {
+			own := &ldsOwner{ip: e.Address}
+			if !b.all && own.self(b.n) {
+				continue
+			}
+			eps = append(eps, endpoint{addr: e.Address, known: true, own: own})
+		}
+		return eps, false
 	}
 	pods, controllers := b.ix.selected(s.ns, s.selector)
 	if s.k8s {

@@ -148,7 +148,8 @@ func (d *proxyClustersDataSource) Schema(_ context.Context, _ datasource.SchemaR
 					"A Service's are its selected Pods as Kubernetes' EndpointSlice controller lists them: a completed Pod has none, a Pod " +
 					"being deleted none (unless it is ready and the Service carries `istio.io/persistent-session`), a Pod that is not " +
 					"ready one that istiod sends as unhealthy, or leaves out when the DestinationRule sets `outlierDetection.minHealthPercent`. " +
-					"A Pod without a status (a manifest) and a controller's replicas count as ready.",
+					"A Pod without a status (a manifest) and a controller's replicas count as ready. A Service without a selector has the " +
+					"endpoints of its EndpointSlices; with none in the manifests they are unknown, and the data source warns.",
 				ElementType: types.StringType,
 				Computed:    true,
 			},
@@ -241,6 +242,12 @@ func (d *proxyClustersDataSource) Read(ctx context.Context, req datasource.ReadR
 			fmt.Sprintf("EnvoyFilters patch this proxy's listeners in ways meshscope does not apply: %s. Its listeners "+
 				"and their count may differ from istiod's by what they add, remove or rename.", strings.Join(patches, "; ")))
 	}
+	if hosts := pr.EndpointsUnknown(res); len(hosts) > 0 {
+		resp.Diagnostics.AddAttributeWarning(path.Root("labels"), review.CodeEndpointsNotInInventory.Summary(),
+			fmt.Sprintf("%s: Kubernetes Services without a selector, for which the inventory holds no EndpointSlice, so "+
+				"their endpoints are not predicted and none are counted. Add their EndpointSlices to manifests, or read "+
+				"the cluster through the kubernetes block.", capList(hosts, 5)))
+	}
 	baseline := basePr.Predict(proxy)
 	tflog.Debug(ctx, "predicted proxy clusters", map[string]any{
 		"namespace": proxy.Namespace, "sidecar": res.Sidecar, "clusters": len(res.Clusters), "baseline": len(baseline.Clusters),
@@ -274,4 +281,12 @@ func namespaceKnown(inv *mesh.Inventory, ns string) bool {
 		}
 	}
 	return false
+}
+
+// capList joins at most n names, saying how many more there are.
+func capList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

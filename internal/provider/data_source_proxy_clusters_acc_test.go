@@ -68,6 +68,28 @@ func randomLiveMesh(t *testing.T, c *testenv.Cluster, r *rand.Rand, label string
 				name, ann, clusterIP, r.Intn(3), strings.Join(ports, ", ")))
 		}
 		if r.Intn(2) == 0 {
+			// A Service without selector and its EndpointSlice, written by hand (R57).
+			headless := ""
+			if r.Intn(3) == 0 {
+				headless = "clusterIP: None, "
+			}
+			port := portChoices[r.Intn(len(portChoices))]
+			docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec: {%sports: [{name: tcp-ext, port: %d}]}\n", headless, port))
+			var eps []string
+			for e := 0; e < 1+r.Intn(3); e++ {
+				cond := ""
+				switch r.Intn(4) {
+				case 0:
+					cond = ", conditions: {ready: false}"
+				case 1:
+					cond = ", conditions: {ready: false, serving: true, terminating: true}"
+				}
+				eps = append(eps, fmt.Sprintf("{addresses: [%s]%s}", testenv.UniqueIP(), cond))
+			}
+			docs = append(docs, fmt.Sprintf("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: ext-1, labels: {kubernetes.io/service-name: ext}}\n"+
+				"addressType: IPv4\nports: [{name: tcp-ext, port: %d}]\nendpoints: [%s]\n", port+1, strings.Join(eps, ", ")))
+		}
+		if r.Intn(2) == 0 {
 			hosts := []string{`"istio-system/*"`}
 			switch r.Intn(3) {
 			case 0:

@@ -3,11 +3,15 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
@@ -297,6 +301,78 @@ data "meshscope_proxy_clusters" "multi_bar" {
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.multi_bar", tfjsonpath.New("sidecar"), knownvalue.StringExact("bar/only-system")),
 					statecheck.ExpectKnownValue("data.meshscope_proxy_clusters.multi_bar", tfjsonpath.New("cluster_count"), knownvalue.Int64Exact(13)),
 				},
+			},
+		},
+	})
+}
+
+// A Service without a selector: without an EndpointSlice in the manifests its endpoints are
+// unknown, and the data source warns naming it; with one, they are the slice's (R57).
+func TestProxyClustersDataSource_selectorlessService(t *testing.T) {
+	service := heredoc(`apiVersion: v1
+kind: Service
+metadata: {name: ext-db, namespace: bar}
+spec:
+  ports: [{name: tcp-db, port: 5432}]`)
+	slice := heredoc(`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-db-1, namespace: bar, labels: {kubernetes.io/service-name: ext-db}}
+addressType: IPv4
+ports: [{name: tcp-db, port: 15432}]
+endpoints:
+- addresses: [10.50.0.1]
+- addresses: [10.50.0.2]
+  conditions: {ready: false, terminating: false}
+- addresses: [10.50.0.3]
+  conditions: {ready: false}`)
+	const ds = `
+data "meshscope_proxy_clusters" "foo" {
+  namespace = "foo"
+  labels    = { app = "test-app" }
+}
+`
+	cluster := "outbound|5432||ext-db.bar.svc.cluster.local"
+	// endpointsOf checks the data source's endpoints (or unhealthy_endpoints) of the cluster.
+	endpointsOf := func(attr string, want ...string) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			var got []string
+			for k, v := range s.RootModule().Resources["data.meshscope_proxy_clusters.foo"].Primary.Attributes {
+				if strings.HasPrefix(k, attr+".") && k != attr+".#" && strings.HasPrefix(v, cluster+"/") {
+					got = append(got, v)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("%s of %s: got %q, want %q", attr, cluster, got, want)
+			}
+			return nil
+		}
+	}
+	rec := &diagRecorder{}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: recordingFactories(rec),
+		Steps: []resource.TestStep{
+			{
+				Config: seedProvider(t, []string{service}) + ds,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectWarning{rec: rec, summary: "Endpoints Not In The Inventory", attr: "labels",
+						detail: regexp.MustCompile(`^ext-db\.bar\.svc\.cluster\.local, kubernetes\.default\.svc\.cluster\.local: Kubernetes Services without a selector.*Add their EndpointSlices to manifests`)},
+				}},
+				Check: endpointsOf("endpoints"),
+			},
+			{
+				Config:    seedProvider(t, []string{service, slice}) + ds,
+				PreConfig: func() { rec.reset() },
+				// The seed's kubernetes Service has no selector and no slice either.
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectWarning{rec: rec, summary: "Endpoints Not In The Inventory", attr: "labels",
+						detail: regexp.MustCompile(`^kubernetes\.default\.svc\.cluster\.local: `)},
+				}},
+				// 10.50.0.3 is not ready and does not say it is not terminating: istiod drops it.
+				Check: resource.ComposeAggregateTestCheckFunc(
+					endpointsOf("endpoints", cluster+"/10.50.0.1:15432", cluster+"/10.50.0.2:15432"),
+					endpointsOf("unhealthy_endpoints", cluster+"/10.50.0.2:15432"),
+				),
 			},
 		},
 	})

@@ -36,6 +36,13 @@ func (r *diagRecorder) add(diags []*tfprotov6.Diagnostic) {
 	r.diags = append(r.diags, diags...)
 }
 
+// reset forgets the diagnostics recorded so far.
+func (r *diagRecorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.diags = nil
+}
+
 func (r *diagRecorder) warnings() []*tfprotov6.Diagnostic {
 	return r.withSeverity(tfprotov6.DiagnosticSeverityWarning)
 }

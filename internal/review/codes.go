@@ -33,6 +33,8 @@ var (
 		"A workload's calls counted under a host reach it through a VirtualService of another host that the workload would have no cluster for. Istio's metrics name the host after routing, so the calls may be calls to the VirtualService's host: without it the VirtualService is not imported, and those calls lose their route.")
 	CodeCallNotReached = define("MS3014", problem.Error, "Declared Call Not Reached",
 		"A declared call, followed through the listeners and routes a workload would get under the scope, does not reach its service: the proxy does not import it, no listener takes its port, another service's filter chain takes its port, its HTTP routes are lost to a TCP listener, or its route has no virtual host for a name it may be called by.")
+	CodeEndpointsNotInInventory = define("MS3015", problem.Warning, "Endpoints Not In The Inventory",
+		"A workload's EDS cluster is a Kubernetes Service without a selector whose EndpointSlices the inventory does not hold: its endpoints are not predicted, and none are counted.")
 	CodeSelectsGateway = define("MS3009", problem.Error, "Scope Selects A Gateway",
 		"The scope selects a gateway. Sidecar resources do not apply to gateways, whose clusters follow other rules.")
 )
