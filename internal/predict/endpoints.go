@@ -217,8 +217,9 @@ func appendEndpoints(out []Endpoint, cluster string, eps []svcEndpoint, sub edsS
 }
 
 // serviceEndpoints is R57: the endpoints of one port of a service. A Kubernetes Service's are
-// those of its EndpointSlices when it has no selector (sliceEndpoints), else the pods its selector matches, on the target port (a named one resolved per pod, as the
-// EndpointSlice controller does) of the first Service port with the number that is not UDP; a ServiceEntry's are its own endpoints (the port their ports map gives the port's
+// those of its EndpointSlices when it has no selector (sliceEndpoints), else the pods its
+// selector matches, on the target port (a named one resolved per pod, as the EndpointSlice
+// controller does) of the first Service port with the number that is not UDP; a ServiceEntry's are its own endpoints (the port their ports map gives the port's
 // name, else the target port, else the port), or the pods its workloadSelector selects (the
 // container port of the port's name, else the target port, else the port), once per address
 // of the ServiceEntry.
@@ -312,9 +313,9 @@ const terminating = "TERMINATING"
 // a selector, as istiod's EndpointSlice handler reads them (updateEndpointCacheForSlice,
 // endpointHealthStatus, getPod): every address of the EndpointSlices labelled with the Service's
 // name, except those of FQDN slices, once per slice port of that name, with the slice port's
-// number. An endpoint's health follows its conditions: ready (or unset) is HEALTHY; a shutting
-// down one is DRAINING when it still serves and the Service carries istio.io/persistent-session,
-// else terminating; any other is UNHEALTHY. Its labels are its Pod's: the Pod its targetRef
+// number. An endpoint's health follows its conditions, an unset one counting as true: ready is
+// HEALTHY; else a terminating one is DRAINING when it serves and the Service carries
+// istio.io/persistent-session, otherwise terminating (dropped from EDS); else UNHEALTHY. Its labels are its Pod's: the Pod its targetRef
 // names, else a Pod of the namespace with its IP. An address whose targetRef names a Pod the
 // inventory does not hold is left out, as istiod waits for that Pod.
 func (ix *index) sliceEndpoints(s *service, portName string) []svcEndpoint {
