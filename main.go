@@ -4,14 +4,14 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"log"
 	"os"
 	"runtime/debug"
 	"slices"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/cli"
 	"github.com/meshscope/terraform-provider-meshscope/internal/provider"
@@ -37,13 +37,18 @@ func main() {
 	flag.BoolVar(&debug, "debug", false, "set to true to run the provider with support for debuggers like delve")
 	flag.Parse()
 
-	opts := providerserver.ServeOpts{
-		Address:         "registry.terraform.io/meshscope/meshscope",
-		Debug:           debug,
-		ProtocolVersion: 6,
+	var opts []tf6server.ServeOpt
+	if debug {
+		opts = append(opts, tf6server.WithManagedDebug())
 	}
-
-	err := providerserver.Serve(context.Background(), provider.New(version), opts)
+	serve := provider.Serve(provider.New(version))
+	err := tf6server.Serve("registry.terraform.io/meshscope/meshscope", func() tfprotov6.ProviderServer {
+		s, err := serve()
+		if err != nil {
+			log.Fatal(err.Error())
+		}
+		return s
+	}, opts...)
 	atExit()
 	if err != nil {
 		log.Fatal(err.Error())

@@ -126,7 +126,7 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 			if err != nil {
 				return err
 			}
-			if err := inv.AddYAML("cluster:ConfigMap/"+rootNamespace+"/"+name, js); err != nil {
+			if err := inv.AddJSON("cluster:ConfigMap/"+rootNamespace+"/"+name, js); err != nil {
 				return err
 			}
 		}
@@ -145,7 +145,7 @@ func addObject(inv *mesh.Inventory, apiVersion, kind string, obj *unstructured.U
 	if err != nil {
 		return err
 	}
-	err = inv.AddYAML(fmt.Sprintf("cluster:%s/%s/%s", kind, obj.GetNamespace(), obj.GetName()), js)
+	err = inv.AddJSON(fmt.Sprintf("cluster:%s/%s/%s", kind, obj.GetNamespace(), obj.GetName()), js)
 	// The document's position in the JSON meshscope made of the object says nothing to a user.
 	if de := (*mesh.DocumentError)(nil); errors.As(err, &de) {
 		return &InvalidObjectError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: de.Err}

@@ -158,6 +158,21 @@ func (inv *Inventory) AddYAML(source string, data []byte) error {
 	return splitErr
 }
 
+// AddJSON adds the object (or List) of one JSON document, as AddYAML adds the same
+// document, without the YAML parser: the live inventory reads JSON from the API server,
+// and parsing it as YAML took most of the time of reading a large mesh. A broken object is
+// a *DocumentError naming the source; the objects of a List before it are added.
+func (inv *Inventory) AddJSON(source string, js []byte) error {
+	objs, err := decodeJSON(nil, source, 0, js)
+	for _, o := range objs {
+		inv.add(o)
+	}
+	if de := (*DocumentError)(nil); errors.As(err, &de) && de.Line == 0 {
+		de.Line = 1
+	}
+	return err
+}
+
 // object is one decoded object; exactly one field is set.
 type object struct {
 	namespace       *Namespace

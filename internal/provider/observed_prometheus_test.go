@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/provider"
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -70,7 +69,7 @@ func providerAt(at time.Time, rec *diagRecorder) map[string]func() (tfprotov6.Pr
 func factoriesFor(newProvider func() provider.Provider, rec *diagRecorder) map[string]func() (tfprotov6.ProviderServer, error) {
 	return map[string]func() (tfprotov6.ProviderServer, error){
 		"meshscope": func() (tfprotov6.ProviderServer, error) {
-			s, err := providerserver.NewProtocol6WithError(newProvider())()
+			s, err := Serve(newProvider)()
 			if err != nil {
 				return nil, err
 			}

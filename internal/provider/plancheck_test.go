@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -128,7 +127,7 @@ func (s recordingServer) ReadDataSource(ctx context.Context, req *tfprotov6.Read
 func recordingFactories(rec *diagRecorder) map[string]func() (tfprotov6.ProviderServer, error) {
 	return map[string]func() (tfprotov6.ProviderServer, error){
 		"meshscope": func() (tfprotov6.ProviderServer, error) {
-			s, err := providerserver.NewProtocol6WithError(New("test")())()
+			s, err := Serve(New("test"))()
 			if err != nil {
 				return nil, err
 			}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -85,6 +86,9 @@ type meshscopeProvider struct {
 	sources []InventorySource
 	// now is the clock; time.Now when nil.
 	now func() time.Time
+	// configured is the data of the last Configure that succeeded, for the protocol's
+	// fast path (scopePlanServer), which plans outside the framework's resource calls.
+	configured atomic.Pointer[providerData]
 }
 
 // providerData is handed to every resource and data source by Configure.
@@ -304,6 +308,11 @@ func (p *meshscopeProvider) Configure(ctx context.Context, req provider.Configur
 	}
 
 	data := &providerData{scopes: newScopeRegistry(), reviewHostLimit: DefaultReviewHostLimit, waitTimeout: DefaultProxyWaitTimeout}
+	defer func() {
+		if !resp.Diagnostics.HasError() {
+			p.configured.Store(data)
+		}
+	}()
 	resp.Diagnostics.Append(configureWait(cfg, data)...)
 	if resp.Diagnostics.HasError() {
 		return

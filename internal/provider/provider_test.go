@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -27,7 +26,7 @@ import (
 
 // testProtoV6ProviderFactories serves the provider in-process for terraform-plugin-testing.
 var testProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"meshscope": providerserver.NewProtocol6WithError(New("test")()),
+	"meshscope": Serve(New("test")),
 }
 
 // seedDir returns the absolute path of the seed inventory, examples/seed/manifests,
@@ -109,7 +108,7 @@ func (s fakeSource) Load(_ context.Context, inv *mesh.Inventory) diag.Diagnostic
 func TestProvider_inventorySource(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
-			"meshscope": providerserver.NewProtocol6WithError(NewWithSources("test", fakeSource{dir: seedDir(t)})()),
+			"meshscope": Serve(NewWithSources("test", fakeSource{dir: seedDir(t)})),
 		},
 		Steps: []resource.TestStep{
 			{

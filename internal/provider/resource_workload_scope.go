@@ -312,32 +312,46 @@ func (r *workloadScopeResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
+
+	replace, diags := r.plan(ctx, &plan, state, configName)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// plan is ModifyPlan without the framework's values: it completes the planned scope
+// from the configured name, the prior state (nil on create) and the inventory, and
+// returns the attributes whose change replaces the scope. Both ModifyPlan and the
+// protocol's fast path (scopePlanServer) plan through it.
+func (r *workloadScopeResource) plan(ctx context.Context, plan *workloadScopeResourceModel,
+	state *workloadScopeResourceModel, configName types.String) ([]path.Path, diag.Diagnostics) {
 	plan.Name = configName
 
 	// Only known inputs are used. A value that cannot be known yet stays unknown.
 	if !r.data.known() || !plan.inputsKnown() {
 		plan.setComputedUnknown()
 		// A derived name depends on the selector only: keep it while that is unchanged.
-		if configName.IsNull() && state != nil && sameSelection(ctx, plan, *state) {
+		if configName.IsNull() && state != nil && sameSelection(ctx, *plan, *state) {
 			plan.Name = state.Name
 			plan.ID = state.ID
 		}
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-		return
+		return nil, nil
 	}
 
-	resp.Diagnostics.Append(r.checkWait(plan)...)
-	resp.Diagnostics.Append(r.compile(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
+	diags := r.checkWait(*plan)
+	diags.Append(r.compile(ctx, plan)...)
+	if diags.HasError() {
+		return nil, diags
 	}
 
 	// On update, the Sidecar's name is its identity: a new name is a new object.
 	if state != nil && !state.Name.IsNull() && !state.Name.IsUnknown() && !state.Name.Equal(plan.Name) {
-		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("name"))
+		return []path.Path{path.Root("name")}, diags
 	}
-
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	return nil, diags
 }
 
 func (r *workloadScopeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
