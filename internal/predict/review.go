@@ -158,14 +158,28 @@ func hosts(cs []Cluster) []string {
 	return slices.Compact(out)
 }
 
+// minus returns the elements of a that b lacks, in a's order. Both are sorted (names and
+// hosts sort them), so one walk finds them; a first walk counts them, so that removing a whole
+// mesh's hosts from a proxy allocates its list once.
 func minus(a, b []string) []string {
-	out := []string{}
-	for _, x := range a {
-		if _, found := slices.BinarySearch(b, x); !found {
-			out = append(out, x)
-		}
-	}
+	n := 0
+	walkMinus(a, b, func(string) { n++ })
+	out := make([]string, 0, n)
+	walkMinus(a, b, func(x string) { out = append(out, x) })
 	return out
+}
+
+func walkMinus(a, b []string, keep func(string)) {
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j < len(b) && b[j] == x {
+			continue
+		}
+		keep(x)
+	}
 }
 
 // Hosts returns the sorted service FQDNs the proxy has outbound clusters for.

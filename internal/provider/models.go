@@ -187,10 +187,17 @@ func (m workloadScopeResourceModel) declaration(ctx context.Context) (scope.Decl
 				"A dependencies element is not an object. Please report this issue to the provider developers.")
 			continue
 		}
-		var dm dependencyModel
-		diags.Append(obj.As(ctx, &dm, basetypes.ObjectAsOptions{})...)
-		dep := scope.Dependency{Service: dm.Service.ValueString()}
-		for _, p := range dm.Ports.Elements() {
+		// The attributes directly, without the framework's reflection: a plan reads thousands.
+		attrs := obj.Attributes()
+		service, ok1 := attrs["service"].(types.String)
+		ports, ok2 := attrs["ports"].(types.Set)
+		if !ok1 || !ok2 {
+			diags.AddError("Unexpected Dependency Type",
+				"A dependencies element lacks service or ports. Please report this issue to the provider developers.")
+			continue
+		}
+		dep := scope.Dependency{Service: service.ValueString()}
+		for _, p := range ports.Elements() {
 			if n, ok := p.(types.Int64); ok && !n.IsNull() && !n.IsUnknown() {
 				dep.Ports = append(dep.Ports, uint32(n.ValueInt64())) //nolint:gosec // validated to 1..65535
 			}

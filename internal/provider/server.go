@@ -114,15 +114,15 @@ func (s *scopePlanServer) planScope(ctx context.Context, req *tfprotov6.PlanReso
 			return nil, false
 		}
 	}
-	config, ok := scopeModel(ctx, objType, tfType, req.Config)
-	if !ok || config == nil {
+	configName, ok := configuredName(tfType, req.Config)
+	if !ok {
 		return nil, false
 	}
 
 	// From here on the fast path answers: planning reads the evidence, whose notes come once.
 	r := &workloadScopeResource{resourceWithProviderData{data: data}}
 	plan := *proposed
-	replace, diags := r.plan(ctx, &plan, prior, config.Name)
+	replace, diags := r.plan(ctx, &plan, prior, configName)
 	resp := &tfprotov6.PlanResourceChangeResponse{PlannedState: req.ProposedNewState}
 	if !diags.HasError() {
 		// RequiresReplace as the framework sorts it: by path. The name is the resource's own
@@ -195,6 +195,32 @@ func attributePath(ctx context.Context, p path.Path, diags *diag.Diagnostics) *t
 		}
 	}
 	return tftypes.NewAttributePathWithSteps(steps)
+}
+
+// configuredName is the name the configuration sets: the one value of it that planning reads.
+func configuredName(tfType tftypes.Type, dv *tfprotov6.DynamicValue) (types.String, bool) {
+	raw, err := dv.Unmarshal(tfType)
+	if err != nil || raw.IsNull() || !raw.IsKnown() {
+		return types.String{}, false
+	}
+	var attrs map[string]tftypes.Value
+	if err := raw.As(&attrs); err != nil {
+		return types.String{}, false
+	}
+	name, ok := attrs["name"]
+	switch {
+	case !ok:
+		return types.String{}, false
+	case !name.IsKnown():
+		return types.StringUnknown(), true
+	case name.IsNull():
+		return types.StringNull(), true
+	}
+	var s string
+	if err := name.As(&s); err != nil {
+		return types.String{}, false
+	}
+	return types.StringValue(s), true
 }
 
 // scopeModel decodes one of the request's values into the resource's model, without the

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"fmt"
 	"net"
 	"slices"
@@ -14,7 +15,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
+	goyaml "go.yaml.in/yaml/v2"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/didyoumean"
 	"github.com/meshscope/terraform-provider-meshscope/internal/istioconfig"
@@ -537,15 +538,33 @@ func Marshal(name, namespace string, labels map[string]string, spec *networking.
 		"metadata":   map[string]any{"name": name, "namespace": namespace, "labels": labels},
 		"spec":       specMap,
 	}
-	js, err := json.Marshal(obj)
-	if err != nil {
-		return "", err
-	}
-	y, err := yaml.JSONToYAML(js)
+	// What sigs.k8s.io/yaml's JSONToYAML would print for the JSON of obj, without printing
+	// and parsing that JSON: a plan renders one manifest per scope.
+	y, err := goyaml.Marshal(yamlNumbers(obj))
 	if err != nil {
 		return "", err
 	}
 	return string(y), nil
+}
+
+// yamlNumbers turns the float64s of a decoded JSON value that are integers into ints, as the
+// YAML parser types the numbers of JSON it reads, and returns the value.
+func yamlNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = yamlNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = yamlNumbers(e)
+		}
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+	}
+	return v
 }
 
 // ---- dependency resolution ----
