@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -53,10 +55,14 @@ const scopeTypeName = "meshscope_workload_scope"
 //
 // It answers only what it can answer as the framework would, which
 // TestScopePlanServer_answersAsTheFramework checks: a create or update whose inputs are all
-// known, against a known inventory, without private state. A destroy, unknown values and
-// private state go to the framework before anything is planned. Once planned, the fast path
-// answers with the plan's diagnostics too: the evidence's notes come once per provider, so
-// planning the same scope again through the framework would lose them.
+// known, against a known inventory, without private state or identity. A destroy, unknown
+// values, private state and identity go to the framework before anything is planned. Once
+// planned, the fast path answers with the plan's diagnostics too: the evidence's notes come
+// once per provider, so planning the same scope again through the framework would lose them.
+//
+// The embedded interface hides the framework server's optional RPCs (list resources, actions,
+// state stores: Terraform 1.14 on), which this provider does not implement; Terraform then
+// hears "unimplemented" instead of the framework's empty answers.
 type scopePlanServer struct {
 	tfprotov6.ProviderServer
 	provider *meshscopeProvider
@@ -97,7 +103,7 @@ func (s *scopePlanServer) scopeTypes(ctx context.Context) (basetypes.ObjectType,
 // planScope is the fast path; ok is false when the framework must answer.
 func (s *scopePlanServer) planScope(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, bool) {
 	data := s.provider.configured.Load()
-	if !data.known() || len(req.PriorPrivate) > 0 || req.ProposedNewState == nil || req.Config == nil {
+	if !data.known() || len(req.PriorPrivate) > 0 || req.PriorIdentity != nil || req.ProposedNewState == nil || req.Config == nil {
 		return nil, false
 	}
 	objType, tfType := s.scopeTypes(ctx)
@@ -125,14 +131,16 @@ func (s *scopePlanServer) planScope(ctx context.Context, req *tfprotov6.PlanReso
 	replace, diags := r.plan(ctx, &plan, prior, configName)
 	resp := &tfprotov6.PlanResourceChangeResponse{PlannedState: req.ProposedNewState}
 	if !diags.HasError() {
-		// RequiresReplace as the framework sorts it: by path. The name is the resource's own
-		// (plan); the namespace is its RequiresReplace plan modifier, which on update replaces
-		// when the planned namespace differs from the state's.
+		// RequiresReplace as the framework normalises it: sorted by path, each once. The name is the
+		// resource's own (plan); the namespace is its RequiresReplace plan modifier, which on update
+		// replaces when the planned namespace differs from the state's.
+		if prior != nil && !plan.Namespace.Equal(prior.Namespace) {
+			replace = append(replace, path.Root("namespace"))
+		}
+		slices.SortFunc(replace, func(a, b path.Path) int { return strings.Compare(a.String(), b.String()) })
+		replace = slices.CompactFunc(replace, path.Path.Equal)
 		for _, p := range replace {
 			resp.RequiresReplace = append(resp.RequiresReplace, attributePath(ctx, p, &diags))
-		}
-		if prior != nil && !plan.Namespace.Equal(prior.Namespace) {
-			resp.RequiresReplace = append(resp.RequiresReplace, tftypes.NewAttributePath().WithAttributeName("namespace"))
 		}
 		value, err := scopeValue(ctx, objType, plan)
 		if err == nil {

@@ -303,6 +303,8 @@ func TestScopePlanServer_answersAsTheFramework(t *testing.T) {
 	moved := base
 	moved.namespace = "bar"
 	moved.deps = []scopeDep{{service: "bar", ports: []int64{80}}, {service: "foo.foo", ports: []int64{80}}}
+	movedRenamed := moved
+	movedRenamed.name = "other-name"
 	for name, tc := range map[string]struct {
 		c       scopeCase
 		replace []string
@@ -311,6 +313,7 @@ func TestScopePlanServer_answersAsTheFramework(t *testing.T) {
 		"one more dependency":    {c: moreDeps},
 		"a new name replaces":    {c: renamed, replace: []string{"AttributeName(\"name\")"}},
 		"a new namespace too":    {c: moved, replace: []string{"AttributeName(\"namespace\")"}},
+		"both":                   {c: movedRenamed, replace: []string{"AttributeName(\"name\")", "AttributeName(\"namespace\")"}},
 		"settings on everything": {c: everything, replace: []string{"AttributeName(\"name\")"}},
 	} {
 		t.Run("update "+name, func(t *testing.T) {
@@ -371,6 +374,22 @@ func TestScopePlanServer_answersAsTheFramework(t *testing.T) {
 			}
 		})
 	}
+	t.Run("framework plans with private state or an identity", func(t *testing.T) {
+		srv := scopeServer(t)
+		ctx := context.Background()
+		for _, req := range []*tfprotov6.PlanResourceChangeRequest{
+			{PriorPrivate: []byte(`{"x":"eA=="}`)},
+			{PriorIdentity: &tfprotov6.ResourceIdentityData{}},
+		} {
+			req.TypeName = scopeTypeName
+			req.Config = dynamic(t, typ, base.value(t, typ))
+			req.ProposedNewState = dynamic(t, typ, proposedNew(typ, base.value(t, typ), created["base"]))
+			req.PriorState = dynamic(t, typ, created["base"])
+			if _, ok := srv.planScope(ctx, req); ok {
+				t.Fatal("the fast path answered a plan with private state or an identity")
+			}
+		}
+	})
 }
 
 func TestScopePlanServer_validatesAsTheFramework(t *testing.T) {
