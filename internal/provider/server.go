@@ -393,79 +393,55 @@ func (w validationWalk) attribute(p path.Path, a schema.Attribute, v attr.Value)
 	case a.IsRequired() && v.IsNull():
 		return false
 	}
-	var d diag.Diagnostics
+	// Each kind's validators, called as the framework calls them: with the attribute's path, the
+	// configuration and the attribute's own value.
+	pe, cfg := p.Expression(), w.config
+	str := func(vd validator.String, val basetypes.StringValue) diag.Diagnostics {
+		var r validator.StringResponse
+		vd.ValidateString(w.ctx, validator.StringRequest{Path: p, PathExpression: pe, Config: cfg, ConfigValue: val}, &r)
+		return r.Diagnostics
+	}
+	i64 := func(vd validator.Int64, val basetypes.Int64Value) diag.Diagnostics {
+		var r validator.Int64Response
+		vd.ValidateInt64(w.ctx, validator.Int64Request{Path: p, PathExpression: pe, Config: cfg, ConfigValue: val}, &r)
+		return r.Diagnostics
+	}
+	boolean := func(vd validator.Bool, val basetypes.BoolValue) diag.Diagnostics {
+		var r validator.BoolResponse
+		vd.ValidateBool(w.ctx, validator.BoolRequest{Path: p, PathExpression: pe, Config: cfg, ConfigValue: val}, &r)
+		return r.Diagnostics
+	}
+	mp := func(vd validator.Map, val basetypes.MapValue) diag.Diagnostics {
+		var r validator.MapResponse
+		vd.ValidateMap(w.ctx, validator.MapRequest{Path: p, PathExpression: pe, Config: cfg, ConfigValue: val}, &r)
+		return r.Diagnostics
+	}
+	list := func(vd validator.List, val basetypes.ListValue) diag.Diagnostics {
+		var r validator.ListResponse
+		vd.ValidateList(w.ctx, validator.ListRequest{Path: p, PathExpression: pe, Config: cfg, ConfigValue: val}, &r)
+		return r.Diagnostics
+	}
+	set := func(vd validator.Set, val basetypes.SetValue) diag.Diagnostics {
+		var r validator.SetResponse
+		vd.ValidateSet(w.ctx, validator.SetRequest{Path: p, PathExpression: pe, Config: cfg, ConfigValue: val}, &r)
+		return r.Diagnostics
+	}
 	switch a := a.(type) {
 	case schema.StringAttribute:
-		val, ok := v.(basetypes.StringValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.StringResponse
-			vd.ValidateString(w.ctx, validator.StringRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
+		return passes(v, a.Validators, str)
 	case schema.Int64Attribute:
-		val, ok := v.(basetypes.Int64Value)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.Int64Response
-			vd.ValidateInt64(w.ctx, validator.Int64Request{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
+		return passes(v, a.Validators, i64)
 	case schema.BoolAttribute:
-		val, ok := v.(basetypes.BoolValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.BoolResponse
-			vd.ValidateBool(w.ctx, validator.BoolRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
+		return passes(v, a.Validators, boolean)
 	case schema.MapAttribute:
-		val, ok := v.(basetypes.MapValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.MapResponse
-			vd.ValidateMap(w.ctx, validator.MapRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
+		return passes(v, a.Validators, mp)
 	case schema.ListAttribute:
-		val, ok := v.(basetypes.ListValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.ListResponse
-			vd.ValidateList(w.ctx, validator.ListRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
+		return passes(v, a.Validators, list)
 	case schema.SetAttribute:
-		val, ok := v.(basetypes.SetValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.SetResponse
-			vd.ValidateSet(w.ctx, validator.SetRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
+		return passes(v, a.Validators, set)
 	case schema.SetNestedAttribute:
 		val, ok := v.(basetypes.SetValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.SetResponse
-			vd.ValidateSet(w.ctx, validator.SetRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
-		if len(d) > 0 || len(a.NestedObject.Validators) > 0 {
+		if !ok || !passes(v, a.Validators, set) || len(a.NestedObject.Validators) > 0 {
 			return false
 		}
 		for _, e := range val.Elements() {
@@ -473,17 +449,10 @@ func (w validationWalk) attribute(p path.Path, a schema.Attribute, v attr.Value)
 				return false
 			}
 		}
+		return true
 	case schema.ListNestedAttribute:
 		val, ok := v.(basetypes.ListValue)
-		if !ok {
-			return false
-		}
-		for _, vd := range a.Validators {
-			var resp validator.ListResponse
-			vd.ValidateList(w.ctx, validator.ListRequest{Path: p, PathExpression: p.Expression(), Config: w.config, ConfigValue: val}, &resp)
-			d.Append(resp.Diagnostics...)
-		}
-		if len(d) > 0 || len(a.NestedObject.Validators) > 0 {
+		if !ok || !passes(v, a.Validators, list) || len(a.NestedObject.Validators) > 0 {
 			return false
 		}
 		for i, e := range val.Elements() {
@@ -491,10 +460,23 @@ func (w validationWalk) attribute(p path.Path, a schema.Attribute, v attr.Value)
 				return false
 			}
 		}
-	default:
-		return false // an attribute kind the walk does not know
+		return true
 	}
-	return len(d) == 0
+	return false // an attribute kind the walk does not know
+}
+
+// passes reports whether v is a V and every one of an attribute's validators finds nothing in it.
+func passes[V attr.Value, D any](v attr.Value, validators []D, validate func(D, V) diag.Diagnostics) bool {
+	val, ok := v.(V)
+	if !ok {
+		return false
+	}
+	for _, vd := range validators {
+		if len(validate(vd, val)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // nested walks one element of a nested attribute.
