@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,32 +82,37 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 	if pageSize <= 0 {
 		pageSize = DefaultListPageSize
 	}
-	for _, k := range inventoryKinds {
-		// The pager lists a page at a time (limit and continue), and lists again
-		// without pages when a continue token expires.
-		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-			return c.dyn.Resource(k.gvr).List(ctx, opts)
-		}))
-		p.PageSize = pageSize
-		// addErr is an object the inventory refuses: not an API error.
-		var addErr error
-		err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: k.selector}, func(o runtime.Object) error {
-			obj, ok := o.(*unstructured.Unstructured)
-			if !ok {
-				addErr = fmt.Errorf("listing %s: got a %T, not an unstructured object", k.gvr.Resource, o)
-				return addErr
+	// The kinds are listed and decoded listConcurrency at a time, taken in inventoryKinds'
+	// order, and added in that order, page after page, as one list after another would add
+	// them. The first failure in that order is the one returned, whatever finished first, and
+	// a failure stops the kinds after it: their objects and failures no longer count.
+	lists := make([]kindList, len(inventoryKinds))
+	cancels := make([]context.CancelFunc, len(inventoryKinds))
+	ctxs := make([]context.Context, len(inventoryKinds))
+	for i := range inventoryKinds {
+		ctxs[i], cancels[i] = context.WithCancel(ctx)
+		defer cancels[i]()
+	}
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	for range min(listConcurrency, len(inventoryKinds)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(inventoryKinds); i = int(next.Add(1)) - 1 {
+				if lists[i] = c.listKind(ctxs[i], i, pageSize); lists[i].err != nil {
+					for _, cancel := range cancels[i+1:] {
+						cancel()
+					}
+				}
 			}
-			addErr = addObject(inv, k.apiVersion, k.kind, obj)
-			return addErr
-		})
-		switch {
-		case addErr != nil:
-			return addErr
-		case err == nil:
-		case apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io":
-			return &MissingCRDError{Resource: k.gvr, Err: err}
-		default:
-			return c.classify(err, "list", k.gvr, "", "")
+		}()
+	}
+	wg.Wait()
+	for _, l := range lists {
+		inv.Add(l.objects)
+		if l.err != nil {
+			return l.err
 		}
 	}
 	inv.EndpointSlicesListed = true
@@ -134,21 +141,68 @@ func (c *Client) LoadInventory(ctx context.Context, inv *mesh.Inventory, rootNam
 	return nil
 }
 
-// addObject adds obj, listed as apiVersion and kind, to inv. The Pods and ReplicaSets a
-// controller owns are kept: the census folds them into their workload, and a Pod says
-// whether its proxy runs.
-func addObject(inv *mesh.Inventory, apiVersion, kind string, obj *unstructured.Unstructured) error {
+// listConcurrency is how many kinds LoadInventory lists at once: enough to keep the API
+// server and the decoding busy on a small machine, few enough that a large cluster's pages
+// stay well within the client's burst (DefaultBurst).
+const listConcurrency = 4
+
+// kindList is one kind of inventoryKinds, listed and decoded: the objects before the first
+// failure, and that failure.
+type kindList struct {
+	objects mesh.Decoded
+	err     error
+}
+
+// listKind lists inventoryKinds[i] a page at a time and decodes its objects.
+func (c *Client) listKind(ctx context.Context, i int, pageSize int64) kindList {
+	k := inventoryKinds[i]
+	// The pager lists a page at a time (limit and continue), and lists again
+	// without pages when a continue token expires.
+	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return c.dyn.Resource(k.gvr).List(ctx, opts)
+	}))
+	p.PageSize = pageSize
+	var out kindList
+	// decodeErr is an object the inventory refuses: not an API error.
+	var decodeErr error
+	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: k.selector}, func(o runtime.Object) error {
+		obj, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			decodeErr = fmt.Errorf("listing %s: got a %T, not an unstructured object", k.gvr.Resource, o)
+			return decodeErr
+		}
+		var d mesh.Decoded
+		d, decodeErr = decodeObject(k.apiVersion, k.kind, obj)
+		out.objects.Append(d)
+		return decodeErr
+	})
+	switch {
+	case decodeErr != nil:
+		out.err = decodeErr
+	case err == nil:
+	case apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io":
+		out.err = &MissingCRDError{Resource: k.gvr, Err: err}
+	default:
+		out.err = c.classify(err, "list", k.gvr, "", "")
+	}
+	return out
+}
+
+// decodeObject decodes obj, listed as apiVersion and kind, for the inventory. The Pods and
+// ReplicaSets a controller owns are kept: the census folds them into their workload, and a
+// Pod says whether its proxy runs.
+func decodeObject(apiVersion, kind string, obj *unstructured.Unstructured) (mesh.Decoded, error) {
 	obj.SetAPIVersion(apiVersion)
 	obj.SetKind(kind)
 	obj.SetManagedFields(nil)
 	js, err := json.Marshal(obj.Object)
 	if err != nil {
-		return err
+		return mesh.Decoded{}, err
 	}
-	err = inv.AddJSON(fmt.Sprintf("cluster:%s/%s/%s", kind, obj.GetNamespace(), obj.GetName()), js)
+	d, err := mesh.DecodeJSON(fmt.Sprintf("cluster:%s/%s/%s", kind, obj.GetNamespace(), obj.GetName()), js)
 	// The document's position in the JSON meshscope made of the object says nothing to a user.
 	if de := (*mesh.DocumentError)(nil); errors.As(err, &de) {
-		return &InvalidObjectError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: de.Err}
+		return d, &InvalidObjectError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: de.Err}
 	}
-	return err
+	return d, err
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -102,5 +105,60 @@ func TestLoadInventory_RefusedObjectOnALaterPageNamesIt(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), strconv.Quote(testenv.InvalidHost)) || strings.Contains(err.Error(), "document") {
 		t.Errorf("error %q: want the host and no document position", err)
+	}
+}
+
+// TestLoadInventory_FirstFailureInListingOrder lists the inventory as an identity that may list
+// neither Services nor Sidecars. The kinds are listed at once, so the Sidecars' refusal can
+// come back first; the load must still fail on the Services, the first of the two in
+// inventoryKinds' order, each of several times.
+func TestLoadInventory_FirstFailureInListingOrder(t *testing.T) {
+	c := testenv.Connect(t)
+	ns := c.UniqueNamespace(t, "order", nil)
+	c.ApplyYAML(t, fmt.Sprintf(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: meshscope-order-%[1]s}
+rules:
+- {apiGroups: [""], resources: [namespaces, pods], verbs: [list]}
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+- {apiGroups: [apps], resources: [deployments, statefulsets, daemonsets, replicasets], verbs: [list]}
+- {apiGroups: [batch], resources: [jobs, cronjobs], verbs: [list]}
+- {apiGroups: [autoscaling], resources: [horizontalpodautoscalers], verbs: [list]}
+- {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], verbs: [list]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list]}
+- {apiGroups: [networking.istio.io], resources: [serviceentries, destinationrules, virtualservices], verbs: [list]}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: lister, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: meshscope-order-%[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: meshscope-order-%[1]s}
+subjects: [{kind: ServiceAccount, name: lister, namespace: %[1]s}]
+`, ns))
+	c.WaitAllowed(t, "system:serviceaccount:"+ns+":lister", "list", "networking.istio.io", "virtualservices", "")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp := int64(600)
+	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "lister",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(c.Env.Dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := New(Config{Host: c.Env.APIServer, Token: tr.Status.Token, ClusterCACertificate: string(ca)})
+	for i := range 5 {
+		err := client.LoadInventory(ctx, mesh.New(), "")
+		var pe *PermissionError
+		if !errors.As(err, &pe) || pe.Resource != ServiceGVR || pe.Verb != "list" {
+			t.Fatalf("load %d: error %v (%T), want the refusal to list services, the first refused kind", i, err, err)
+		}
 	}
 }

@@ -163,14 +163,34 @@ func (inv *Inventory) AddYAML(source string, data []byte) error {
 // and parsing it as YAML took most of the time of reading a large mesh. A broken object is
 // a *DocumentError naming the source; the objects of a List before it are added.
 func (inv *Inventory) AddJSON(source string, js []byte) error {
+	d, err := DecodeJSON(source, js)
+	inv.Add(d)
+	return err
+}
+
+// Decoded is the objects of JSON documents, decoded but not yet in an inventory. Decoding is
+// most of the cost of adding an object and needs no inventory, so a reader of many documents
+// decodes them at once (DecodeJSON) and adds them in its own order (Add).
+type Decoded struct{ objects []object }
+
+// DecodeJSON decodes one JSON document as AddJSON reads it. On a broken object it returns the
+// objects before it and the *DocumentError that AddJSON returns.
+func DecodeJSON(source string, js []byte) (Decoded, error) {
 	objs, err := decodeJSON(nil, source, 0, js)
-	for _, o := range objs {
-		inv.add(o)
-	}
 	if de := (*DocumentError)(nil); errors.As(err, &de) && de.Line == 0 {
 		de.Line = 1
 	}
-	return err
+	return Decoded{objs}, err
+}
+
+// Append adds the objects of more to d, after its own.
+func (d *Decoded) Append(more Decoded) { d.objects = append(d.objects, more.objects...) }
+
+// Add adds the decoded objects, in order, as AddJSON adds them.
+func (inv *Inventory) Add(d Decoded) {
+	for _, o := range d.objects {
+		inv.add(o)
+	}
 }
 
 // object is one decoded object; exactly one field is set.

@@ -159,27 +159,31 @@ func hosts(cs []Cluster) []string {
 }
 
 // minus returns the elements of a that b lacks, in a's order. Both are sorted (names and
-// hosts sort them), so one walk finds them; a first walk counts them, so that removing a whole
-// mesh's hosts from a proxy allocates its list once.
+// hosts sort them). A review compares a whole mesh's list with a scoped proxy's handful, so
+// minus searches a for each element of b and copies the runs between them: the cost is that
+// of b's searches and one copy of the result, not a comparison per element of a.
 func minus(a, b []string) []string {
-	n := 0
-	walkMinus(a, b, func(string) { n++ })
-	out := make([]string, 0, n)
-	walkMinus(a, b, func(x string) { out = append(out, x) })
-	return out
-}
-
-func walkMinus(a, b []string, keep func(string)) {
-	j := 0
-	for _, x := range a {
-		for j < len(b) && b[j] < x {
-			j++
+	// cut holds, for each element of b that a holds, its index in a (ascending).
+	var cut []int
+	i := 0
+	for _, y := range b {
+		j, found := slices.BinarySearch(a[i:], y)
+		i += j
+		for found && i < len(a) && a[i] == y { // a's equal elements all go
+			cut = append(cut, i)
+			i++
 		}
-		if j < len(b) && b[j] == x {
-			continue
+		if i == len(a) {
+			break
 		}
-		keep(x)
 	}
+	out := make([]string, 0, len(a)-len(cut))
+	prev := 0
+	for _, k := range cut {
+		out = append(out, a[prev:k]...)
+		prev = k + 1
+	}
+	return append(out, a[prev:]...)
 }
 
 // Hosts returns the sorted service FQDNs the proxy has outbound clusters for.
