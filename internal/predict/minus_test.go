@@ -33,3 +33,12 @@ func TestMinus(t *testing.T) {
 		}
 	}
 }
+
+// TestMinusIsNeverNil: an empty difference is an empty list, which JSON writes as [], not null.
+func TestMinusIsNeverNil(t *testing.T) {
+	for _, c := range [][2][]string{{nil, nil}, {{"a"}, {"a"}}, {{"a"}, {"a", "b"}}, {{"a", "b"}, {"a", "b"}}, {nil, {"a"}}} {
+		if got := minus(c[0], c[1]); got == nil || len(got) != 0 {
+			t.Errorf("minus(%q, %q) = %#v, want an empty, non-nil list", c[0], c[1], got)
+		}
+	}
+}

@@ -160,9 +160,23 @@ func hosts(cs []Cluster) []string {
 
 // minus returns the elements of a that b lacks, in a's order. Both are sorted (names and
 // hosts sort them). A review compares a whole mesh's list with a scoped proxy's handful, so
-// minus searches a for each element of b and copies the runs between them: the cost is that
-// of b's searches and one copy of the result, not a comparison per element of a.
+// minus searches the longer list for each element of the shorter, and copies the runs of a
+// between the matches: the cost is that of the short list's searches and one copy of the
+// result, not a comparison per element of the long list.
 func minus(a, b []string) []string {
+	if len(b) > len(a) {
+		// The other way round (what a scoped proxy gains): search b for each element of a.
+		out := []string{}
+		j := 0
+		for _, x := range a {
+			k, found := slices.BinarySearch(b[j:], x)
+			j += k
+			if !found {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
 	// cut holds, for each element of b that a holds, its index in a (ascending).
 	var cut []int
 	i := 0
