@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
@@ -143,17 +142,12 @@ subjects: [{kind: ServiceAccount, name: lister, namespace: %[1]s}]
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exp := int64(600)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "lister",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := c.ServiceAccountToken(t, ns, "lister")
 	ca, err := os.ReadFile(filepath.Join(c.Env.Dir, "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := New(Config{Host: c.Env.APIServer, Token: tr.Status.Token, ClusterCACertificate: string(ca)})
+	client := New(Config{Host: c.Env.APIServer, Token: token, ClusterCACertificate: string(ca)})
 	for i := range 5 {
 		err := client.LoadInventory(ctx, mesh.New(), "")
 		var pe *PermissionError

@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,19 +53,7 @@ subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[1]s}]
 	user := "system:serviceaccount:" + ns + ":meshscope"
 	c.WaitAllowed(t, user, "list", "", "namespaces", "")
 	c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", "")
-	return serviceAccountToken(t, c, ns, "meshscope")
-}
-
-// serviceAccountToken returns an hour-long token for service account ns/name.
-func serviceAccountToken(t *testing.T, c *testenv.Cluster, ns, name string) string {
-	t.Helper()
-	exp := int64(3600)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for service account %s/%s: %v", ns, name, err)
-	}
-	return tr.Status.Token
+	return c.ServiceAccountToken(t, ns, "meshscope")
 }
 
 func liveProvider(t *testing.T, c *testenv.Cluster, token string, force bool) string {
@@ -580,7 +567,7 @@ func TestAccProvider_clusterErrors(t *testing.T) {
 	c := testenv.Connect(t)
 	ns := c.UniqueNamespace(t, "norbac", nil)
 	c.ApplyYAML(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n", testenv.InNamespace(ns))
-	token := serviceAccountToken(t, c, ns, "nobody")
+	token := c.ServiceAccountToken(t, ns, "nobody")
 	data := fmt.Sprintf("data \"meshscope_proxy_clusters\" \"x\" {\n  namespace = %q\n  labels    = { app = \"x\" }\n}\n", ns)
 	unreachable := `
 provider "meshscope" {
@@ -728,7 +715,7 @@ subjects: [{kind: ServiceAccount, name: meshscope, namespace: %[1]s}]
 	user := "system:serviceaccount:" + sa + ":meshscope"
 	c.WaitAllowed(t, user, "list", "", "namespaces", "")
 	c.WaitAllowed(t, user, "patch", "networking.istio.io", "sidecars", allowed)
-	token := serviceAccountToken(t, c, sa, "meshscope")
+	token := c.ServiceAccountToken(t, sa, "meshscope")
 	scopes := fmt.Sprintf(`
 resource "meshscope_workload_scope" "allowed" {
   namespace         = %q

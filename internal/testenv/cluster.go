@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -617,4 +618,17 @@ func (c *Cluster) WaitAllowed(t testing.TB, user, verb, group, resource, ns stri
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// ServiceAccountToken returns an hour-long token for service account ns/name, for a test that
+// talks to the API server as that account.
+func (c *Cluster) ServiceAccountToken(t testing.TB, ns, name string) string {
+	t.Helper()
+	exp := int64(3600)
+	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for service account %s/%s: %v", ns, name, err)
+	}
+	return tr.Status.Token
 }
