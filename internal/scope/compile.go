@@ -264,7 +264,7 @@ func render(d Declaration, s settings, egress []*networking.IstioEgressListener)
 		spec.WorkloadSelector = &networking.WorkloadSelector{Labels: d.Selector}
 	}
 	labels := map[string]string{mesh.ManagedByLabel: mesh.ManagedByValue}
-	manifest, err := Marshal(s.name, d.Namespace, labels, spec)
+	manifest, err := sidecarManifest(s.name, d.Namespace, labels, spec)
 	if err != nil {
 		return nil, &Problem{Attribute: AttrDependencies, Index: -1, Code: CodeCannotRenderSidecar, Summary: CodeCannotRenderSidecar.Summary(), Detail: fmt.Sprintf("Rendering the Sidecar failed: %v", err)}
 	}
