@@ -22,26 +22,50 @@ type planner struct {
 	tf *Terraform
 }
 
+// planConfig is a configuration that the terraform stage plans: resources in dir.
+type planConfig struct {
+	scenario  Scenario
+	dir       string
+	resources int
+}
+
 // plan runs terraform plan in dir times, stopping at the first failure.
 func (p *planner) plan(scenario Scenario, dir string, resources, times int) {
-	r := Plan{Scenario: scenario, Resources: resources}
+	p.inTurn(times, planConfig{scenario, dir, resources})
+}
+
+// inTurn plans each configuration times, the configurations in turn (one run of each, then
+// the next round), so that the rows compared with each other see the same machine and API
+// server; a configuration stops at its first failure.
+func (p *planner) inTurn(times int, configs ...planConfig) {
+	rows := make([]Plan, len(configs))
+	for i, c := range configs {
+		rows[i] = Plan{Scenario: c.scenario, Resources: c.resources}
+	}
 	for range times {
-		run, output, err := p.b.terraformPlan(dir, p.rc)
-		if err != nil {
-			r.Error = err.Error()
-			break
+		for i, c := range configs {
+			if rows[i].Error != "" {
+				continue
+			}
+			run, output, err := p.b.terraformPlan(c.dir, p.rc)
+			if err != nil {
+				rows[i].Error = err.Error()
+				continue
+			}
+			rows[i].PlanBytes = len(output)
+			rows[i].Runs = append(rows[i].Runs, run)
 		}
-		r.PlanBytes = len(output)
-		r.Runs = append(r.Runs, run)
 	}
-	p.tf.Plans = append(p.tf.Plans, r)
-	name := scenarioName(scenario, resources)
-	if r.Error != "" {
-		fmt.Printf("    %-58s failed: %s\n", name, r.Error)
-		return
+	for _, r := range rows {
+		p.tf.Plans = append(p.tf.Plans, r)
+		name := scenarioName(r.Scenario, r.Resources)
+		if r.Error != "" {
+			fmt.Printf("    %-58s failed: %s\n", name, r.Error)
+			continue
+		}
+		row := planRows(&Terraform{Plans: []Plan{r}})[0]
+		fmt.Printf("    %-58s %7.1f s, peak RSS %s (tree)\n", name, row.Wall, mib(row.TreeRSS))
 	}
-	row := planRows(&Terraform{Plans: []Plan{r}})[0]
-	fmt.Printf("    %-58s %7.1f s, peak RSS %s (tree)\n", name, row.Wall, mib(row.TreeRSS))
 }
 
 // planCmd is terraform plan in dir, with the CLI configuration file rc and env added to the
@@ -222,17 +246,22 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) er
 		return nil //nolint:nilerr // the report says why the rows are missing; the rest of the run goes on
 	}
 	p.tf.Live.LoadNs = int64(time.Since(start))
+	var all planConfig
 	for _, k := range b.sizes.terraform {
 		sub := *m
 		sub.Apps = m.Apps[:min(k, len(m.Apps))]
-		dir := filepath.Join(tfDir, fmt.Sprintf("live-%d", k))
-		if err := bench.TerraformScopes(dir, &sub, nil, b.cfg.kubeconfig, false); err != nil {
+		c := planConfig{ScenarioLive, filepath.Join(tfDir, fmt.Sprintf("live-%d", k)), len(sub.Apps)}
+		if err := bench.TerraformScopes(c.dir, &sub, nil, b.cfg.kubeconfig, false); err != nil {
 			return err
 		}
-		p.plan(ScenarioLive, dir, len(sub.Apps), runs)
+		if k < n {
+			p.plan(c.scenario, c.dir, c.resources, runs)
+		}
+		all = c
 	}
-	scopes := applyConfig{ScenarioLive, filepath.Join(tfDir, fmt.Sprintf("live-%d", n)), n}
+	scopes := applyConfig{all.scenario, all.dir, all.resources}
 	if b.kubectlDir == "" {
+		p.plan(all.scenario, all.dir, all.resources, runs)
 		p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, scopes)
 		return nil
 	}
@@ -251,9 +280,20 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) er
 	if err != nil {
 		return err
 	}
-	p.plan(ScenarioLiveKubectl, dir, count, runs)
+	// The ratio of these two is a target: they are planned in turn, more times than the rest.
+	p.inTurn(comparedRuns(runs), all, planConfig{ScenarioLiveKubectl, dir, count})
+	p.tf.InTurn = true
 	p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, scopes, applyConfig{ScenarioLiveKubectl, dir, count})
 	return nil
+}
+
+// comparedRuns is how many times the plans whose ratio is a target run, when the others run
+// runs times: a ratio of two medians of three moves with one slow run.
+func comparedRuns(runs int) int {
+	if runs <= 1 {
+		return runs
+	}
+	return runs + 2
 }
 
 // applyConfig is a configuration of the live plans that the apply stage

@@ -190,6 +190,9 @@ type Terraform struct {
 	TestenvDown string `json:"testenv_down,omitempty"`
 	// Live is the loading of the mesh into the test API server.
 	Live *LiveLoad `json:"live,omitempty"`
+	// InTurn says that the plans of the live scopes and of kubectl_manifest, whose ratio is a
+	// target, ran in turn (one of each per round); results from before that was so lack it.
+	InTurn bool `json:"in_turn,omitempty"`
 	// Applies are terraform apply and destroy of the live configurations
 	// (ScenarioLive, ScenarioLiveKubectl), in turn, against the test API server.
 	Applies []Apply `json:"applies,omitempty"`
