@@ -7,6 +7,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sort"
 	"sync"
@@ -74,6 +75,7 @@ type Client struct {
 	once sync.Once
 	rc   *rest.Config
 	dyn  dynamic.Interface
+	rest *rest.RESTClient
 	err  error
 }
 
@@ -102,7 +104,19 @@ func (c *Client) init() error {
 		if c.rc.Timeout == 0 {
 			c.rc.Timeout = DefaultRequestTimeout
 		}
-		c.dyn, c.err = dynamic.NewForConfig(c.rc)
+		// The dynamic client's own REST client, kept to read list pages as raw JSON
+		// (listPage), as dynamic.NewForConfig makes it.
+		config := dynamic.ConfigFor(c.rc)
+		config.GroupVersion = nil
+		config.APIPath = "/if-you-see-this-search-for-the-break"
+		var hc *http.Client
+		if hc, c.err = rest.HTTPClientFor(config); c.err != nil {
+			return
+		}
+		if c.rest, c.err = rest.UnversionedRESTClientForConfigAndClient(config, hc); c.err != nil {
+			return
+		}
+		c.dyn = dynamic.New(c.rest)
 	})
 	return c.err
 }

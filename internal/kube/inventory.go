@@ -1,20 +1,19 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/meshscope/terraform-provider-meshscope/internal/mesh"
 )
@@ -153,56 +152,102 @@ type kindList struct {
 	err     error
 }
 
-// listKind lists inventoryKinds[i] a page at a time and decodes its objects.
+// listKind lists inventoryKinds[i] a page at a time (limit and continue, as client-go's pager
+// does) and decodes its objects from the pages' JSON: decoding each page into unstructured
+// objects and encoding each object again took most of the listing's time on a large mesh.
 func (c *Client) listKind(ctx context.Context, i int, pageSize int64) kindList {
 	k := inventoryKinds[i]
-	// The pager lists a page at a time (limit and continue), and lists again
-	// without pages when a continue token expires.
-	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-		return c.dyn.Resource(k.gvr).List(ctx, opts)
-	}))
-	p.PageSize = pageSize
 	var out kindList
-	// decodeErr is an object the inventory refuses: not an API error.
-	var decodeErr error
-	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: k.selector}, func(o runtime.Object) error {
-		obj, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			decodeErr = fmt.Errorf("listing %s: got a %T, not an unstructured object", k.gvr.Resource, o)
-			return decodeErr
+	cont := ""
+	for {
+		page, err := c.listPage(ctx, k.gvr, k.selector, pageSize, cont)
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io":
+			out.err = &MissingCRDError{Resource: k.gvr, Err: err}
+			return out
+		default:
+			out.err = c.classify(err, "list", k.gvr, "", "")
+			return out
 		}
-		var d mesh.Decoded
-		d, decodeErr = decodeObject(k.apiVersion, k.kind, obj)
-		out.objects.Append(d)
-		return decodeErr
-	})
-	switch {
-	case decodeErr != nil:
-		out.err = decodeErr
-	case err == nil:
-	case apierrors.IsNotFound(err) && k.gvr.Group == "networking.istio.io":
-		out.err = &MissingCRDError{Resource: k.gvr, Err: err}
-	default:
-		out.err = c.classify(err, "list", k.gvr, "", "")
+		for _, item := range page.Items {
+			d, err := decodeItem(k.apiVersion, k.kind, item)
+			out.objects.Append(d)
+			if err != nil {
+				out.err = err
+				return out
+			}
+		}
+		if cont = page.Metadata.Continue; cont == "" {
+			return out
+		}
 	}
-	return out
 }
 
-// decodeObject decodes obj, listed as apiVersion and kind, for the inventory. The Pods and
-// ReplicaSets a controller owns are kept: the census folds them into their workload, and a
-// Pod says whether its proxy runs.
-func decodeObject(apiVersion, kind string, obj *unstructured.Unstructured) (mesh.Decoded, error) {
-	obj.SetAPIVersion(apiVersion)
-	obj.SetKind(kind)
-	obj.SetManagedFields(nil)
-	js, err := json.Marshal(obj.Object)
-	if err != nil {
-		return mesh.Decoded{}, err
+// listPage is one page of a list: its items as raw JSON, and the token of the next page.
+type listPage struct {
+	Metadata struct {
+		Continue string `json:"continue"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+// listPage gets one page of gvr's objects in every namespace, as the dynamic client's List
+// requests it, and returns it undecoded.
+func (c *Client) listPage(ctx context.Context, gvr schema.GroupVersionResource, selector string, limit int64, cont string) (*listPage, error) {
+	segments := []string{"/api", gvr.Version, gvr.Resource}
+	if gvr.Group != "" {
+		segments = []string{"/apis", gvr.Group, gvr.Version, gvr.Resource}
 	}
-	d, err := mesh.DecodeJSON(fmt.Sprintf("cluster:%s/%s/%s", kind, obj.GetNamespace(), obj.GetName()), js)
+	req := c.rest.Get().AbsPath(segments...).Param("limit", strconv.FormatInt(limit, 10))
+	if cont != "" {
+		req = req.Param("continue", cont)
+	}
+	if selector != "" {
+		req = req.Param("labelSelector", selector)
+	}
+	raw, err := req.Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var page listPage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, fmt.Errorf("listing %s: the API server's answer is not a list: %w", gvr.Resource, err)
+	}
+	return &page, nil
+}
+
+// decodeItem decodes one item of a list of apiVersion and kind for the inventory. A list's
+// items need not carry their apiVersion and kind, so they are set, as the dynamic client sets
+// them. The Pods and ReplicaSets a controller owns are kept: the census folds them into their
+// workload, and a Pod says whether its proxy runs.
+func decodeItem(apiVersion, kind string, item []byte) (mesh.Decoded, error) {
+	var id struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if len(item) < 2 || item[0] != '{' || json.Unmarshal(item, &id) != nil {
+		return mesh.Decoded{}, fmt.Errorf("listing %s: an item of the list is not an object: %.80s", kind, item)
+	}
+	// The last of two equal keys is the one a JSON decoder keeps: the apiVersion and kind
+	// listed win over the item's own, as they did when set on the unstructured object.
+	js := make([]byte, 0, len(item)+len(apiVersion)+len(kind)+32)
+	js = append(js, item[:len(item)-1]...)
+	if len(bytes.TrimSpace(item[1:len(item)-1])) > 0 {
+		js = append(js, ',')
+	}
+	js = append(js, `"apiVersion":`...)
+	js = strconv.AppendQuote(js, apiVersion)
+	js = append(js, `,"kind":`...)
+	js = strconv.AppendQuote(js, kind)
+	js = append(js, '}')
+	ns, name := id.Metadata.Namespace, id.Metadata.Name
+	d, err := mesh.DecodeJSON(fmt.Sprintf("cluster:%s/%s/%s", kind, ns, name), js)
 	// The document's position in the JSON meshscope made of the object says nothing to a user.
 	if de := (*mesh.DocumentError)(nil); errors.As(err, &de) {
-		return d, &InvalidObjectError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Err: de.Err}
+		return d, &InvalidObjectError{Kind: kind, Namespace: ns, Name: name, Err: de.Err}
 	}
 	return d, err
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -155,4 +156,145 @@ subjects: [{kind: ServiceAccount, name: lister, namespace: %[1]s}]
 			t.Fatalf("load %d: error %v (%T), want the refusal to list services, the first refused kind", i, err, err)
 		}
 	}
+}
+
+// TestLoadInventory_AsTheDynamicClientReadsIt lists a namespace holding an object of each kind
+// the inventory reads, and checks that the inventory holds each as reading it through the
+// dynamic client does: apiVersion and kind set, managedFields dropped, encoded again and
+// decoded (how LoadInventory read the lists before it decoded their pages' JSON itself).
+func TestLoadInventory_AsTheDynamicClientReadsIt(t *testing.T) {
+	c := testenv.Connect(t)
+	ns := c.UniqueNamespace(t, "asdynamic", map[string]string{"istio-injection": "enabled"})
+	c.ApplyYAML(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: web, labels: {app: web}}
+spec: {selector: {app: web}, ports: [{name: http, port: 80, targetPort: 8080}, {name: grpc, port: 9090}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: legacy}
+spec: {ports: [{name: tcp, port: 5432}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: legacy-1, labels: {kubernetes.io/service-name: legacy}}
+addressType: IPv4
+ports: [{name: tcp, port: 5432, protocol: TCP}]
+endpoints: [{addresses: [10.9.8.7], conditions: {ready: true}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web-v1, annotations: {example.com/owner: team-a}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web, version: v1}}
+  template:
+    metadata: {labels: {app: web, version: v1}, annotations: {sidecar.istio.io/inject: "true"}}
+    spec: {containers: [{name: web, image: web:1, ports: [{name: http, containerPort: 8080}]}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: legacy
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: db:1}]}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web-v1}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web-v1}, minReplicas: 3, maxReplicas: 5}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec: {hosts: [api.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: DNS, location: MESH_EXTERNAL}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web}
+spec: {host: web, subsets: [{name: v1, labels: {version: v1}}], trafficPolicy: {connectionPool: {tcp: {maxConnections: 2000000}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web}
+spec: {hosts: [web], http: [{route: [{destination: {host: web, subset: v1}, weight: 100}]}]}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: web, labels: {app.kubernetes.io/managed-by: someone-else}}
+spec: {workloadSelector: {labels: {app: web}}, egress: [{hosts: [istio-system/*, ./*]}]}
+`, testenv.InNamespace(ns))
+	c.CreatePodRunning(t, ns, "web-v1-abc", map[string]string{"app": "web", "version": "v1"}, testenv.UniqueIP())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got := mesh.New()
+	if err := New(Config{ConfigPaths: []string{c.Env.Kubeconfig}, ListPageSize: 3}).LoadInventory(ctx, got, ""); err != nil {
+		t.Fatalf("LoadInventory: %v", err)
+	}
+	want := mesh.New()
+	for _, k := range inventoryKinds {
+		if k.gvr == NamespaceGVR || k.gvr == WebhookConfigGVR {
+			continue // cluster-scoped, and not in the comparison
+		}
+		list, err := c.Dynamic.Resource(k.gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: k.selector})
+		if err != nil {
+			t.Fatalf("listing %s: %v", k.gvr.Resource, err)
+		}
+		for _, obj := range list.Items {
+			obj.SetAPIVersion(k.apiVersion)
+			obj.SetKind(k.kind)
+			obj.SetManagedFields(nil)
+			js, err := json.Marshal(obj.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := want.AddJSON(fmt.Sprintf("cluster:%s/%s/%s", k.kind, obj.GetNamespace(), obj.GetName()), js); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inNS := func(inv *mesh.Inventory) map[string]string {
+		out := map[string]string{}
+		add := func(kind string, list any) {
+			js, err := json.Marshal(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[kind] = string(js)
+		}
+		add("Service", filterNS(inv.Services, ns))
+		add("Workload", filterNS(inv.Workloads, ns))
+		add("ServiceEntry", filterNS(inv.ServiceEntries, ns))
+		add("DestinationRule", filterNS(inv.DestinationRules, ns))
+		add("VirtualService", filterNS(inv.VirtualServices, ns))
+		add("Sidecar", filterNS(inv.Sidecars, ns))
+		add("Autoscaler", filterNS(inv.Autoscalers, ns))
+		add("EndpointSlice", filterNS(inv.EndpointSlices, ns))
+		return out
+	}
+	g, w := inNS(got), inNS(want)
+	for kind, wj := range w {
+		if wj == "[]" || wj == "null" {
+			t.Errorf("the test's namespace holds no %s: the test checks nothing of that kind", kind)
+		}
+		if g[kind] != wj {
+			t.Errorf("%s: LoadInventory read\n%s\nthe dynamic client reads\n%s", kind, g[kind], wj)
+		}
+	}
+}
+
+// filterNS returns the objects of list in namespace ns.
+func filterNS[T interface{ Key() string }](list []T, ns string) []T {
+	out := []T{}
+	for _, o := range list {
+		if strings.HasPrefix(o.Key(), ns+"/") {
+			out = append(out, o)
+		}
+	}
+	return out
 }
