@@ -22,7 +22,8 @@ type planner struct {
 	tf *Terraform
 }
 
-// planConfig is a configuration that the terraform stage plans: resources in dir.
+// planConfig is a configuration that the terraform stage plans (and, for the live ones,
+// applies and destroys): resources in dir.
 type planConfig struct {
 	scenario  Scenario
 	dir       string
@@ -259,10 +260,9 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) er
 		}
 		all = c
 	}
-	scopes := applyConfig{all.scenario, all.dir, all.resources}
 	if b.kubectlDir == "" {
 		p.plan(all.scenario, all.dir, all.resources, runs)
-		p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, scopes)
+		p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, all)
 		return nil
 	}
 	sc, err := os.ReadFile(bench.SidecarsFile(b.meshDir(), n, bench.PolicyMeshscope))
@@ -283,7 +283,7 @@ func (b *runner) livePlans(tfDir string, m *bench.Mesh, runs int, p *planner) er
 	// The ratio of these two is a target: they are planned in turn, more times than the rest.
 	p.inTurn(comparedRuns(runs), all, planConfig{ScenarioLiveKubectl, dir, count})
 	p.tf.InTurn = true
-	p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, scopes, applyConfig{ScenarioLiveKubectl, dir, count})
+	p.tf.Applies = b.applies(p.rc, m.Namespaces, runs, all, planConfig{ScenarioLiveKubectl, dir, count})
 	return nil
 }
 
@@ -296,19 +296,11 @@ func comparedRuns(runs int) int {
 	return runs + 2
 }
 
-// applyConfig is a configuration of the live plans that the apply stage
-// applies and destroys: resources Sidecars in dir.
-type applyConfig struct {
-	scenario  Scenario
-	dir       string
-	resources int
-}
-
 // applies runs terraform apply, then terraform destroy, of each configuration,
 // runs times, the configurations in turn so that each sees the same machine and
 // API server. A configuration whose run fails, or whose check fails, is not
 // run again.
-func (b *runner) applies(rc string, namespaces []string, runs int, configs ...applyConfig) []Apply {
+func (b *runner) applies(rc string, namespaces []string, runs int, configs ...planConfig) []Apply {
 	out := make([]Apply, len(configs))
 	for i, c := range configs {
 		out[i] = Apply{Scenario: c.scenario, Resources: c.resources}
@@ -340,7 +332,7 @@ func (b *runner) applies(rc string, namespaces []string, runs int, configs ...ap
 // applyOnce applies the configuration c to an API server that holds none of
 // its Sidecars, checks that it then holds all of them, destroys them and
 // checks that none is left.
-func (b *runner) applyOnce(rc string, namespaces []string, c applyConfig) (ApplyRun, error) {
+func (b *runner) applyOnce(rc string, namespaces []string, c planConfig) (ApplyRun, error) {
 	if n, err := b.liveSidecars(namespaces); err != nil {
 		return ApplyRun{}, err
 	} else if n != 0 {
