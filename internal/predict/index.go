@@ -48,6 +48,8 @@ type index struct {
 	// routeCounts are virtual host counts by route name, shared by the scopes whose routes
 	// are built from the same services and VirtualServices (RouteCount).
 	routeCounts *routeCountCache
+	// ldsCounts are the scopes' outbound listener counts, shared likewise (ldsSummary).
+	ldsCounts *ldsCountCache
 	// eps are the endpoints of service ports, computed on first use (R57).
 	eps *epCache
 
@@ -102,7 +104,7 @@ func (ix *index) nsVisible(ns string) bool {
 // DestinationRules and Sidecars.
 func buildIndex(inv *mesh.Inventory, ver istioconfig.Version, domain string) *index {
 	ix := &index{
-		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{}, routeCounts: &routeCountCache{}, eps: &epCache{},
+		inv: inv, ver: ver, domain: domain, root: inv.Mesh.RootNamespace, aliases: &aliasCache{}, routeCounts: &routeCountCache{}, ldsCounts: &ldsCountCache{}, eps: &epCache{},
 		defSvc:  istioconfig.DefaultExportTo(inv.Mesh.DefaultServiceExportTo),
 		defVS:   istioconfig.DefaultExportTo(inv.Mesh.DefaultVirtualServiceExportTo),
 		defDR:   map[string]bool{},

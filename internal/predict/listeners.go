@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	networking "istio.io/api/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
@@ -157,6 +158,9 @@ type ldsCount struct {
 	podRoutes [][]string
 }
 
+// ldsSummary is the scope's ldsCount for the interception mode. Scopes of one fingerprint
+// (the default scopes of a mesh's namespaces, say) import the same services and
+// VirtualServices through the same egress listeners, and share it.
 func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
 	i := 0
 	if interceptNone {
@@ -167,6 +171,14 @@ func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
 	if c := sc.lds[i]; c != nil {
 		return c
 	}
+	c := ix.ldsCounts.get(sc.fingerprint()+strconv.Itoa(i), func() *ldsCount { return sc.countListeners(ix, interceptNone) })
+	sc.lds[i] = c
+	return c
+}
+
+// countListeners builds the scope's outbound listeners for the interception mode, as any of
+// its proxies gets them before it leaves its own endpoints out, and counts them.
+func (sc *sidecarScope) countListeners(ix *index, interceptNone bool) *ldsCount {
 	b := &ldsBuilder{ix: ix, n: node{interceptNone: interceptNone}, all: true, keys: map[string]*ldsKey{}, entries: map[string]*ldsEntry{}}
 	for _, l := range sc.egress {
 		b.egress(l)
@@ -181,8 +193,35 @@ func (sc *sidecarScope) ldsSummary(ix *index, interceptNone bool) *ldsCount {
 			c.podRoutes = append(c.podRoutes, b.entries[name].routes())
 		}
 	}
-	sc.lds[i] = c
 	return c
+}
+
+// ldsCountCache holds the ldsCounts of an index and of the copies withInventory makes, which
+// differ in Sidecars only, by fingerprint and interception mode. Each is computed once, while
+// other keys are computed beside it.
+type ldsCountCache struct {
+	mu sync.Mutex
+	m  map[string]*ldsCountOnce
+}
+
+type ldsCountOnce struct {
+	once sync.Once
+	c    *ldsCount
+}
+
+func (c *ldsCountCache) get(key string, build func() *ldsCount) *ldsCount {
+	c.mu.Lock()
+	e := c.m[key]
+	if e == nil {
+		if c.m == nil {
+			c.m = map[string]*ldsCountOnce{}
+		}
+		e = &ldsCountOnce{}
+		c.m[key] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.c = build() })
+	return e.c
 }
 
 // nodeOf is the proxy's node metadata that listeners read: the interception mode the injector

@@ -52,8 +52,14 @@ spec:
 
 func listenerPredictor(t *testing.T, version string, extra ...string) *Predictor {
 	t.Helper()
+	return yamlPredictor(t, version, strings.Join(append([]string{listenerMesh}, extra...), "\n---\n"))
+}
+
+// yamlPredictor predicts the mesh of the manifests for the Istio version ("" for the newest).
+func yamlPredictor(t *testing.T, version, manifests string) *Predictor {
+	t.Helper()
 	inv := mesh.New()
-	if err := inv.AddYAML("mesh", []byte(strings.Join(append([]string{listenerMesh}, extra...), "\n---\n"))); err != nil {
+	if err := inv.AddYAML("mesh", []byte(manifests)); err != nil {
 		t.Fatal(err)
 	}
 	p, err := New(inv, Options{IstioVersion: version})
@@ -271,8 +277,7 @@ spec:
 // namespace and not another, as ServiceEntry "web" is a.web's in namespace a: each proxy's counts
 // are still what Routes lists, and in a the name "web" is the domain of one virtual host only.
 func TestRouteCountAcrossNamespaces(t *testing.T) {
-	inv := mesh.New()
-	if err := inv.AddYAML("mesh", []byte(`apiVersion: v1
+	p := yamlPredictor(t, "", `apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: a, creationTimestamp: "2025-01-01T00:00:00Z"}
 spec: {clusterIP: 10.96.0.1, selector: {app: web}, ports: [{name: http, port: 80}]}
@@ -290,13 +295,7 @@ spec: {template: {metadata: {labels: {app: client}}}}
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: client, namespace: b}
-spec: {template: {metadata: {labels: {app: client}}}}`)); err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(inv, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+spec: {template: {metadata: {labels: {app: client}}}}`)
 	for _, w := range p.WorkloadProxies() {
 		checkCounts(t, p, w)
 		if w.Namespace != "a" {
@@ -313,5 +312,68 @@ spec: {template: {metadata: {labels: {app: client}}}}`)); err != nil {
 		if n != 1 {
 			t.Errorf("%d virtual hosts of a's proxy have domain web, want 1", n)
 		}
+	}
+}
+
+// ListenerCount shares a scope's listeners between the scopes of one fingerprint: the default
+// scopes of namespaces b and c import the same services, a's also imports the Service a keeps to
+// itself, and a Sidecar's copy of the Predictor reads the same counts. Each proxy's count is still
+// what Listeners lists, in every namespace and copy.
+func TestListenerCountAcrossNamespaces(t *testing.T) {
+	p := yamlPredictor(t, "", `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: a}
+spec: {clusterIP: 10.96.0.1, selector: {app: web}, ports: [{name: http, port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: own, namespace: a, annotations: {networking.istio.io/exportTo: "."}}
+spec: {clusterIP: 10.96.0.2, selector: {app: web}, ports: [{name: tcp, port: 5432}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: b}
+spec: {clusterIP: None, selector: {app: db}, ports: [{name: tcp, port: 3306}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: b, labels: {app: db}}
+spec: {containers: [{name: c, image: i}]}
+status: {podIP: 10.1.0.7}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: a}
+spec: {template: {metadata: {labels: {app: web}}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: client, namespace: b}
+spec: {template: {metadata: {labels: {app: client}}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: client, namespace: c}
+spec: {template: {metadata: {labels: {app: client}}}}`)
+	// every proxy, the db pod's own included, whose endpoint listener it leaves out
+	for _, w := range p.WorkloadProxies() {
+		checkCounts(t, p, w)
+	}
+	if got := len(p.ix.ldsCounts.m); got != 2 {
+		t.Errorf("%d listener counts for the default scopes of a, b and c, want 2 (b's and c's shared)", got)
+	}
+	sc := mesh.New()
+	if err := sc.AddYAML("sidecar", []byte(`apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: c}
+spec: {egress: [{hosts: ["./*", "a/*"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	head := p.WithSidecars(sc.Sidecars...)
+	for _, w := range head.WorkloadProxies() {
+		checkCounts(t, head, w)
+	}
+	if got := len(p.ix.ldsCounts.m); got != 3 {
+		t.Errorf("%d listener counts once c has a Sidecar, want 3 (its copy's own added)", got)
 	}
 }

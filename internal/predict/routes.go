@@ -347,12 +347,7 @@ type routeCountCache struct {
 }
 
 func (sc *sidecarScope) rdsMemoFor(ix *index, proxy Proxy) *rdsMemo {
-	sc.rdsMu.Lock()
-	if sc.routeKey == "" {
-		sc.routeKey = sc.routeFingerprint(proxy.Namespace)
-	}
-	key := sc.routeKey + sc.routeSignature(ix, proxy)
-	sc.rdsMu.Unlock()
+	key := sc.fingerprint() + sc.routeSignature(ix, proxy)
 	c := ix.routeCounts
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -368,6 +363,16 @@ func (sc *sidecarScope) rdsMemoFor(ix *index, proxy Proxy) *rdsMemo {
 	return m
 }
 
+// fingerprint is routeFingerprint, computed once per scope.
+func (sc *sidecarScope) fingerprint() string {
+	sc.rdsMu.Lock()
+	defer sc.rdsMu.Unlock()
+	if sc.routeKey == "" {
+		sc.routeKey = sc.routeFingerprint()
+	}
+	return sc.routeKey
+}
+
 // routeFingerprint is a digest of all that a scope's virtual hosts are built from besides the
 // proxy's labels and namespace: its outbound traffic policy, and each egress listener's port,
 // bind, capture mode and hosts, the services and ports it imports and its VirtualServices.
@@ -375,20 +380,28 @@ func (sc *sidecarScope) rdsMemoFor(ix *index, proxy Proxy) *rdsMemo {
 // virtual hosts, since the proxy's namespace only adds the short name of a service of its own
 // namespace to the domains of its virtual host, beside the FQDN: no virtual host is won or lost
 // by it, unless a host of the scope has no dot and could be such a short name. Such a scope's
-// fingerprint names the namespace.
-func (sc *sidecarScope) routeFingerprint(ns string) string {
-	h := sha256.New()
+// fingerprint names the namespace. It holds all that a scope's outbound listeners are built
+// from too (ldsSummary), so scopes of one fingerprint share their listener counts.
+func (sc *sidecarScope) routeFingerprint() string {
+	// One buffer, hashed once: a scope of the default Sidecar imports every service of the mesh.
+	var buf []byte
 	w := func(parts ...string) {
 		for _, p := range parts {
-			h.Write([]byte(p))
-			h.Write([]byte{0})
+			buf = append(buf, p...)
+			buf = append(buf, 0)
 		}
+	}
+	num := func(n int) {
+		buf = strconv.AppendInt(buf, int64(n), 10)
+		buf = append(buf, 0)
 	}
 	nsFree := true
 	w(sc.outbound)
 	for _, l := range sc.egress {
 		port := l.cfg.GetPort()
-		w("egress", strconv.Itoa(int(port.GetNumber())), port.GetProtocol(), l.cfg.GetBind(), l.cfg.GetCaptureMode().String(),
+		w("egress")
+		num(int(port.GetNumber()))
+		w(port.GetProtocol(), l.cfg.GetBind(), l.cfg.GetCaptureMode().String(),
 			strconv.FormatBool(l.matchPort), strconv.FormatBool(l.allExact))
 		for _, host := range l.cfg.GetHosts() {
 			if rest, ok := strings.CutPrefix(host, "./"); ok {
@@ -397,9 +410,10 @@ func (sc *sidecarScope) routeFingerprint(ns string) string {
 			w(host)
 		}
 		for _, s := range l.services {
-			w("s", strconv.Itoa(s.svc.pos))
+			w("s")
+			num(s.svc.pos)
 			for _, p := range s.ports {
-				w(strconv.Itoa(p.num))
+				num(p.num)
 			}
 			if !strings.Contains(s.svc.host, ".") {
 				nsFree = false
@@ -410,9 +424,10 @@ func (sc *sidecarScope) routeFingerprint(ns string) string {
 		}
 	}
 	if !nsFree {
-		w("namespace", ns)
+		w("namespace", sc.ns)
 	}
-	return string(h.Sum(nil))
+	sum := sha256.Sum256(buf)
+	return string(sum[:])
 }
 
 // routeSignature is all that a scope's virtual hosts read of a proxy's labels and namespace
