@@ -91,7 +91,7 @@ func classify(err error, verb string, gvr schema.GroupVersionResource, ns, objec
 	}
 	var ne net.Error
 	switch {
-	case errors.As(err, &ne) && ne.Timeout(), strings.Contains(err.Error(), "Client.Timeout exceeded"):
+	case errors.As(err, &ne) && ne.Timeout():
 		req := verb + " " + gvr.Resource
 		if ns != "" {
 			req += " in namespace " + ns
