@@ -222,14 +222,9 @@ func (c *Client) listPage(ctx context.Context, gvr schema.GroupVersionResource, 
 // them. The Pods and ReplicaSets a controller owns are kept: the census folds them into their
 // workload, and a Pod says whether its proxy runs.
 func decodeItem(apiVersion, kind string, item []byte) (mesh.Decoded, error) {
-	var id struct {
-		Metadata struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if len(item) < 2 || item[0] != '{' || json.Unmarshal(item, &id) != nil {
-		return mesh.Decoded{}, fmt.Errorf("listing %s: an item of the list is not an object: %.80s", kind, item)
+	notObject := func() error { return fmt.Errorf("listing %s: an item of the list is not an object: %.80s", kind, item) }
+	if len(item) < 2 || item[0] != '{' {
+		return mesh.Decoded{}, notObject()
 	}
 	// The last of two equal keys is the one a JSON decoder keeps: the apiVersion and kind
 	// listed win over the item's own, as they did when set on the unstructured object.
@@ -243,11 +238,26 @@ func decodeItem(apiVersion, kind string, item []byte) (mesh.Decoded, error) {
 	js = append(js, `,"kind":`...)
 	js = strconv.AppendQuote(js, kind)
 	js = append(js, '}')
-	ns, name := id.Metadata.Namespace, id.Metadata.Name
-	d, err := mesh.DecodeJSON(fmt.Sprintf("cluster:%s/%s/%s", kind, ns, name), js)
-	// The document's position in the JSON meshscope made of the object says nothing to a user.
-	if de := (*mesh.DocumentError)(nil); errors.As(err, &de) {
-		return d, &InvalidObjectError{Kind: kind, Namespace: ns, Name: name, Err: de.Err}
+	d, err := mesh.DecodeObjectJSON(js, func(ns, name string) string { return fmt.Sprintf("cluster:%s/%s/%s", kind, ns, name) })
+	de := (*mesh.DocumentError)(nil)
+	if !errors.As(err, &de) {
+		return d, err
 	}
-	return d, err
+	// The document's position in the JSON meshscope made of the object says nothing to a user.
+	ns, name := de.Namespace, de.Name
+	if de.Kind == "" {
+		// Its metadata did not decode (the listed kind is always set): name the object from
+		// what of it does, if anything.
+		var id struct {
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(item, &id) != nil {
+			return d, notObject()
+		}
+		ns, name = id.Metadata.Namespace, id.Metadata.Name
+	}
+	return d, &InvalidObjectError{Kind: kind, Namespace: ns, Name: name, Err: de.Err}
 }

@@ -40,4 +40,14 @@ func TestDecodeItem(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Namespace != "shop" || ie.Name != "bad" || ie.Kind != "ServiceEntry" {
 		t.Errorf("a refused item: %v, want an *InvalidObjectError naming shop/bad", err)
 	}
+	// An object whose metadata does not decode still names itself, from what of it does; one
+	// with no name at all is an item that is not an object.
+	_, err = decodeItem("v1", "Service", []byte(`{"metadata":{"name":"odd","namespace":"shop","labels":{"app":1}}}`))
+	if !errors.As(err, &ie) || ie.Namespace != "shop" || ie.Name != "odd" || ie.Kind != "Service" {
+		t.Errorf("an item with broken labels: %v, want an *InvalidObjectError naming shop/odd", err)
+	}
+	_, err = decodeItem("v1", "Service", []byte(`{"metadata":{"name":7}}`))
+	if err == nil || errors.As(err, &ie) || !strings.Contains(err.Error(), "not an object") {
+		t.Errorf("an item with a numeric name: %v, want one saying it is not an object", err)
+	}
 }

@@ -33,7 +33,9 @@ type DocumentError struct {
 	Line   int    // 1-based line within the source: of the problem when known, else where the document starts; 0 when unknown
 	Kind   string
 	Name   string
-	Err    error
+	// Namespace is the object's, when its metadata was read (not part of the message).
+	Namespace string
+	Err       error
 }
 
 func (e *DocumentError) Error() string {
@@ -177,6 +179,17 @@ type Decoded struct{ objects []object }
 // objects before it and the *DocumentError that AddJSON returns.
 func DecodeJSON(source string, js []byte) (Decoded, error) {
 	objs, err := decodeJSON(nil, source, 0, js)
+	if de := (*DocumentError)(nil); errors.As(err, &de) && de.Line == 0 {
+		de.Line = 1
+	}
+	return Decoded{objs}, err
+}
+
+// DecodeObjectJSON is DecodeJSON for one object that is not in a file: its source is
+// source(namespace, name) of the object's own metadata (a cluster's object, say:
+// "cluster:Kind/namespace/name"), read from the envelope the decoder parses anyway.
+func DecodeObjectJSON(js []byte, source func(namespace, name string) string) (Decoded, error) {
+	objs, err := decodeNamed(nil, source, 0, js)
 	if de := (*DocumentError)(nil); errors.As(err, &de) && de.Line == 0 {
 		de.Line = 1
 	}
@@ -367,15 +380,21 @@ func decodeDocument(source string, doc Document) ([]object, error) {
 
 // decodeJSON appends the objects of one JSON object (a List holds several) to out.
 func decodeJSON(out []object, source string, idx int, js []byte) ([]object, error) {
+	return decodeNamed(out, func(string, string) string { return source }, idx, js)
+}
+
+// decodeNamed is decodeJSON with the source named from each object's namespace and name.
+func decodeNamed(out []object, name func(namespace, name string) string, idx int, js []byte) ([]object, error) {
 	var env envelope
 	if err := json.Unmarshal(js, &env); err != nil {
-		return out, &DocumentError{Source: source, Index: idx, Err: err}
+		return out, &DocumentError{Source: name("", ""), Index: idx, Err: err}
 	}
+	source := name(env.Metadata.Namespace, env.Metadata.Name)
 	docErr := func(err error) error {
 		if err == nil {
 			return nil
 		}
-		return &DocumentError{Source: source, Index: idx, Kind: env.Kind, Name: env.Metadata.Name, Err: err}
+		return &DocumentError{Source: source, Index: idx, Kind: env.Kind, Name: env.Metadata.Name, Namespace: env.Metadata.Namespace, Err: err}
 	}
 	if env.Kind == "" || env.APIVersion == "" {
 		return out, docErr(errors.New("object has no apiVersion or kind"))
@@ -383,7 +402,7 @@ func decodeJSON(out []object, source string, idx int, js []byte) ([]object, erro
 	if env.Kind == "List" || strings.HasSuffix(env.Kind, "List") && env.Items != nil {
 		for _, item := range env.Items {
 			var err error
-			if out, err = decodeJSON(out, source, idx, item); err != nil {
+			if out, err = decodeNamed(out, name, idx, item); err != nil {
 				return out, err
 			}
 		}
