@@ -55,6 +55,16 @@ func listenerPredictor(t *testing.T, version string, extra ...string) *Predictor
 	return yamlPredictor(t, version, strings.Join(append([]string{listenerMesh}, extra...), "\n---\n"))
 }
 
+// clientDeployments are Deployments "client" in the namespaces, as YAML documents.
+func clientDeployments(namespaces ...string) string {
+	docs := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		docs[i] = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: client, namespace: " + ns + "}\n" +
+			"spec: {template: {metadata: {labels: {app: client}}}}"
+	}
+	return strings.Join(docs, "\n---\n")
+}
+
 // yamlPredictor predicts the mesh of the manifests for the Istio version ("" for the newest).
 func yamlPredictor(t *testing.T, version, manifests string) *Predictor {
 	t.Helper()
@@ -287,15 +297,7 @@ kind: ServiceEntry
 metadata: {name: web, namespace: c, creationTimestamp: "2025-01-01T00:00:01Z"}
 spec: {hosts: [web], ports: [{number: 80, name: http, protocol: HTTP}], resolution: DNS}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: client, namespace: a}
-spec: {template: {metadata: {labels: {app: client}}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: client, namespace: b}
-spec: {template: {metadata: {labels: {app: client}}}}`)
+`+clientDeployments("a", "b"))
 	for _, w := range p.WorkloadProxies() {
 		checkCounts(t, p, w)
 		if w.Namespace != "a" {
@@ -346,15 +348,7 @@ kind: Deployment
 metadata: {name: web, namespace: a}
 spec: {template: {metadata: {labels: {app: web}}}}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: client, namespace: b}
-spec: {template: {metadata: {labels: {app: client}}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: client, namespace: c}
-spec: {template: {metadata: {labels: {app: client}}}}`)
+`+clientDeployments("b", "c"))
 	// every proxy, the db pod's own included, whose endpoint listener it leaves out
 	for _, w := range p.WorkloadProxies() {
 		checkCounts(t, p, w)
